@@ -1,0 +1,1 @@
+"""Benchmarks: nnx-ppo against Brax PPO on MuJoCo Playground (throughput, compile, learning)."""

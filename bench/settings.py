@@ -1,0 +1,95 @@
+"""Named benchmark presets, shared by the Brax runner and the nnx-ppo side of the benchmark.
+
+Each preset is a read-only mapping with the library-neutral keys that
+:func:`bench.brax_runner.run_brax_ppo` accepts (see :class:`bench.brax_runner.BraxPPOSettings`
+for every key's meaning and its Brax counterpart). Derive variants without mutating a preset::
+
+    short = {**SPEED, "total_steps": 300_000, "num_evals": 3}
+
+Env steps are counted as Brax counts them: one step of one env (``action_repeat`` = 1).
+"""
+
+from __future__ import annotations
+
+from collections.abc import Mapping
+from types import MappingProxyType
+from typing import Any
+
+SPEED: Mapping[str, Any] = MappingProxyType(
+    {
+        # Throughput comparison at nnx-ppo's default PPOConfig: 256 envs x 20 steps per
+        # update (5,120 env steps), 4 epochs x 4 minibatches of 64 envs x 20 steps.
+        "env": "CartpoleBalance",
+        "episode_length": 1000,
+        "n_envs": 256,
+        "rollout_length": 20,
+        "n_minibatches": 4,
+        "n_epochs": 4,
+        "batch_size": 64,  # 64 * 4 == 256 == n_envs: one rollout per update.
+        "policy_hidden": (64, 64),
+        "value_hidden": (256, 256),
+        "normalize_observations": True,
+        "learning_rate": 1e-4,
+        "discounting": 0.99,
+        "gae_lambda": 0.95,
+        "clipping_epsilon": 0.2,  # nnx-ppo's clip_range default (Brax's own default is 0.3).
+        "entropy_cost": 0.0,
+        "reward_scaling": 1.0,
+        # 1,000 updates in num_evals - 1 = 5 epochs of 200 updates (1,024,000 env steps);
+        # the 4 epochs after the compiling first one are timed.
+        "total_steps": 5_120_000,
+        "num_evals": 6,
+        "num_eval_envs": 128,
+        "seed": 0,
+    }
+)
+"""Speed preset: compare steady-state env steps/s and compile time under equal settings."""
+
+PLAYGROUND_LIKE: Mapping[str, Any] = MappingProxyType(
+    {
+        # Playground's dm_control_suite Brax PPO config (2048 envs, batch 1024 x 32
+        # minibatches, 16 epochs) scaled to a 2-core CPU: 128 envs, and each update uses
+        # 16 consecutive rollouts of 30 steps from every env (61,440 env steps), split into
+        # 16 minibatches of 128 trajectories x 30 steps, for 8 epochs.
+        "env": "CartpoleBalance",
+        "episode_length": 1000,
+        "n_envs": 128,
+        "rollout_length": 30,
+        "n_minibatches": 16,
+        "n_epochs": 8,
+        "batch_size": 128,  # 128 * 16 == 2048 == 16 rollouts x 128 envs.
+        "policy_hidden": (32, 32, 32, 32),
+        "value_hidden": (256, 256),
+        "normalize_observations": True,
+        "learning_rate": 1e-3,
+        "discounting": 0.995,
+        "gae_lambda": 0.95,
+        "clipping_epsilon": 0.3,
+        "entropy_cost": 1e-2,
+        "reward_scaling": 10.0,
+        # Brax reference on this CPU: eval reward 900 after 3-15M steps, 180-400 s.
+        # Brax rounds up to whole updates: 20 epochs x 17 updates x 61,440 = 20,889,600 steps.
+        "total_steps": 20_000_000,
+        "num_evals": 21,
+        "num_eval_envs": 128,
+        "seed": 0,
+    }
+)
+"""Learning preset: Playground-like hyperparameters; compare eval reward against wall time."""
+
+NNX_CARTPOLE: Mapping[str, Any] = MappingProxyType(
+    {
+        # Placeholder, to be tuned by the library owner: SPEED's settings, trained for 20M env
+        # steps with an evaluation every 500k (num_evals - 1 = 40 intervals). nnx-ppo needs
+        # reward_scaling 1 and batch_size * n_minibatches == n_envs (see bench.nnx_runner).
+        **SPEED,
+        "total_steps": 20_000_000,
+        "num_evals": 41,
+    }
+)
+"""Learning preset for nnx-ppo on CartpoleBalance: the defaults we ship for it."""
+
+PRESETS: Mapping[str, Mapping[str, Any]] = MappingProxyType(
+    {"speed": SPEED, "playground_like": PLAYGROUND_LIKE, "nnx_cartpole": NNX_CARTPOLE}
+)
+"""Presets by the name the command lines accept."""

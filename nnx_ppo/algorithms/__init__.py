@@ -1,0 +1,1 @@
+"""Training algorithms: PPO (``ppo``), rollouts, configuration, metrics and types."""

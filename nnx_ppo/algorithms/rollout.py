@@ -1,0 +1,212 @@
+"""Rollouts: stepping batched envs with a stateful network, and evaluation episodes.
+
+Everything here is traceable (called inside ``jax.jit``). Networks are ``nnx`` modules; each
+scan carries the module's ``nnx.State`` explicitly (``nnx.split`` once, ``nnx.merge`` in
+the body) so that random-number counters advance without leaking tracers.
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+import jax
+import jax.numpy as jnp
+from flax import nnx
+
+from nnx_ppo.algorithms.types import LoggingLevel, RLEnv, Transition
+from nnx_ppo.networks.types import PPONetworkOutput
+
+
+def tree_where(cond: jax.Array, on_true: Any, on_false: Any) -> Any:
+    """Per-env select between two pytrees whose leaves have the batch as leading axis.
+
+    Args:
+        cond: ``[B]`` booleans.
+        on_true: Pytree taken where ``cond``.
+        on_false: Pytree of the same structure taken elsewhere.
+    """
+
+    def select(a: jax.Array, b: jax.Array) -> jax.Array:
+        mask = cond.reshape(cond.shape + (1,) * (jnp.ndim(a) - cond.ndim))
+        return jnp.where(mask, a, b)
+
+    return jax.tree.map(select, on_true, on_false)
+
+
+def _truncated(env_state: Any, done: jax.Array) -> jax.Array:
+    info = env_state.info
+    flag = info.get("truncated", info.get("truncation")) if isinstance(info, dict) else None
+    if flag is None:
+        return jnp.zeros_like(done)
+    return jnp.logical_and(flag > 0.5, done)
+
+
+def _reset_done(env: RLEnv, env_state: Any, done: jax.Array, key: jax.Array) -> Any:
+    """Resets the envs where ``done``; computes resets only when some env is done."""
+
+    def reset_some(state: Any) -> Any:
+        keys = jax.random.split(key, done.shape[0])
+        return tree_where(done, jax.vmap(env.reset)(keys), state)
+
+    return jax.lax.cond(jnp.any(done), reset_some, lambda state: state, env_state)
+
+
+def single_transition(
+    env: RLEnv, networks: nnx.Module, carry: tuple[Any, Any], rng_keys_for_env_reset: jax.Array
+) -> tuple[tuple[Any, Any], Transition]:
+    """One batched env step: act, step, record, then reset what ended.
+
+    Args:
+        env: The (single, unbatched) env; it is vmapped here.
+        networks: The actor-critic ``StatefulModule``; its random counters advance.
+        carry: ``(env_state, network_state)``, each with ``[B, ...]`` leaves.
+        rng_keys_for_env_reset: Key for the resets of this step (one key, split per env
+            only when some env is done).
+
+    Returns:
+        The next carry (envs and network states reset where an episode ended) and the
+        ``Transition`` of this step (``[B]`` leading axes). ``next_obs`` is the observation
+        after the step, before any reset; ``bootstrap_values`` holds the value of
+        ``next_obs`` where the episode was truncated.
+    """
+    env_state, network_state = carry
+    out = networks(network_state, env_state.obs)
+    stepped = jax.vmap(env.step)(env_state, out.output.actions)
+    done = stepped.done > 0.5
+    truncated = _truncated(stepped, done)
+    bootstrap = _bootstrap_values(networks, out.next_state, stepped.obs, truncated)
+    transition = Transition(
+        obs=env_state.obs,
+        network_output=out.output,
+        rewards=stepped.reward,
+        done=done,
+        truncated=truncated,
+        next_obs=stepped.obs,
+        metrics=stepped.metrics,
+        rollout_extras=out.rollout_extras,
+        bootstrap_values=bootstrap,
+    )
+    next_env_state = _reset_done(env, stepped, done, rng_keys_for_env_reset)
+    next_network_state = tree_where(done, networks.reset_state(out.next_state), out.next_state)
+    return (next_env_state, next_network_state), transition
+
+
+def _bootstrap_values(
+    networks: nnx.Module, network_state: Any, next_obs: Any, truncated: jax.Array
+) -> jax.Array:
+    """Value of ``next_obs`` where ``truncated`` (else 0); computed only when needed."""
+    graphdef, state = nnx.split(networks)
+
+    def evaluate(module_state: Any) -> jax.Array:
+        copy = nnx.merge(graphdef, module_state)  # a throw-away copy: its RNG use is discarded
+        values = copy(network_state, next_obs).output.value_estimates
+        return jnp.where(truncated, values, 0.0)
+
+    zeros = jnp.zeros(truncated.shape, jnp.float32)
+    return jax.lax.cond(jnp.any(truncated), evaluate, lambda _: zeros, state)
+
+
+def unroll_env(
+    env: RLEnv,
+    env_state: Any,
+    networks: nnx.Module,
+    network_state: Any,
+    unroll_length: int,
+    rng_key_for_env_reset: jax.Array,
+) -> tuple[Any, Any, Transition]:
+    """Runs ``unroll_length`` batched steps.
+
+    Returns:
+        ``(env_state, network_state, transitions)`` where ``transitions`` leaves are
+        ``[T, B, ...]`` (time-major).
+    """
+    graphdef, net_state = nnx.split(networks)
+    keys = jax.random.split(rng_key_for_env_reset, unroll_length)
+
+    def body(carry: tuple[Any, Any, Any], key: jax.Array) -> tuple[Any, Transition]:
+        module_state, env_s, net_s = carry
+        module = nnx.merge(graphdef, module_state)
+        (env_s, net_s), transition = single_transition(env, module, (env_s, net_s), key)
+        return (nnx.state(module), env_s, net_s), transition
+
+    (net_state, env_state, network_state), transitions = jax.lax.scan(
+        body, (net_state, env_state, network_state), keys
+    )
+    nnx.update(networks, net_state)
+    return env_state, network_state, transitions
+
+
+def eval_rollout(
+    env: RLEnv,
+    networks: nnx.Module,
+    n_envs: int,
+    max_episode_length: int,
+    key: jax.Array,
+    logging_percentiles: tuple[int, ...] | None = None,
+    logging_level: LoggingLevel = LoggingLevel.NONE,
+) -> dict[str, jax.Array]:
+    """Runs one deterministic episode in each of ``n_envs`` fresh envs.
+
+    The policy runs in eval mode (the mean action) on a copy of ``networks``; the module
+    passed in is left as it was. Each env runs until it is done or ``max_episode_length``
+    steps have passed; it is not reset.
+
+    Returns:
+        ``eval/episode_reward`` and ``eval/episode_length`` (means), plus either
+        ``eval/episode_reward_std`` or ``eval/episode_reward_p{q}`` per percentile, and
+        ``eval/env/{metric}`` (mean over live steps) with ``LoggingLevel.ENV_METRICS``.
+    """
+    graphdef, state = nnx.split(networks)
+    module = nnx.merge(graphdef, state)
+    module.eval()
+    graphdef, state = nnx.split(module)
+    key_reset, _ = jax.random.split(key)
+    env_state = jax.vmap(env.reset)(jax.random.split(key_reset, n_envs))
+    network_state = module.initialize_state(n_envs)
+    zeros = jnp.zeros((n_envs,), jnp.float32)
+    env_sums = _env_metric_sums(env_state, n_envs, logging_level)
+
+    def body(carry: tuple[Any, ...], _: Any) -> tuple[tuple[Any, ...], None]:
+        module_state, env_s, net_s, done, reward, length, sums = carry
+        m = nnx.merge(graphdef, module_state)
+        out = m(net_s, env_s.obs)
+        env_s = jax.vmap(env.step)(env_s, out.output.actions)
+        live = jnp.logical_not(done)
+        reward = reward + jnp.where(live, env_s.reward, 0.0)
+        length = length + live
+        sums = {k: v + jnp.where(live, env_s.metrics[k], 0.0) for k, v in sums.items()}
+        done = jnp.logical_or(done, env_s.done > 0.5)
+        return (nnx.state(m), env_s, out.next_state, done, reward, length, sums), None
+
+    init = (state, env_state, network_state, zeros > 1.0, zeros, zeros, env_sums)
+    final, _ = jax.lax.scan(body, init, None, length=max_episode_length)
+    _, _, _, _, reward, length, sums = final
+    metrics = {"eval/episode_reward": jnp.mean(reward), "eval/episode_length": jnp.mean(length)}
+    metrics.update(_spread("eval/episode_reward", reward, logging_percentiles))
+    for name, total in sums.items():
+        metrics[f"eval/env/{name}"] = jnp.sum(total) / jnp.maximum(jnp.sum(length), 1.0)
+    return metrics
+
+
+def _env_metric_sums(env_state: Any, n_envs: int, level: LoggingLevel) -> dict[str, jax.Array]:
+    if not level & LoggingLevel.ENV_METRICS:
+        return {}
+    return {
+        k: jnp.zeros((n_envs,), jnp.float32)
+        for k, v in env_state.metrics.items()
+        if jnp.shape(v) == (n_envs,)
+    }
+
+
+def _spread(
+    name: str, values: jax.Array, percentiles: tuple[int, ...] | None
+) -> dict[str, jax.Array]:
+    if percentiles is None:
+        return {f"{name}_std": jnp.std(values)}
+    qs = jnp.percentile(values, jnp.asarray(percentiles, jnp.float32))
+    return {f"{name}_p{int(q)}": qs[i] for i, q in enumerate(percentiles)}
+
+
+def stack_outputs(outputs: list[PPONetworkOutput]) -> PPONetworkOutput:
+    """Stacks per-step network outputs along a new leading time axis."""
+    return jax.tree.map(lambda *xs: jnp.stack(xs), *outputs)

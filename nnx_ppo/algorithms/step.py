@@ -1,0 +1,184 @@
+"""One PPO iteration as a pure function, and the state it starts from."""
+
+from __future__ import annotations
+
+from typing import Any
+
+import jax
+import jax.numpy as jnp
+import optax
+from flax import nnx
+
+from nnx_ppo.algorithms.losses import ppo_loss
+from nnx_ppo.algorithms.metrics import compute_metrics, log_weight_stats
+from nnx_ppo.algorithms.rollout import unroll_env
+from nnx_ppo.algorithms.types import LoggingLevel, RLEnv, TrainingState, Transition
+from nnx_ppo.networks.actor_critic import update_statistics
+
+
+def make_optimizer(
+    learning_rate: float,
+    gradient_clipping: float | None,
+    weight_decay: float | None,
+    decay_steps: int | None = None,
+) -> optax.GradientTransformation:
+    """Adam (AdamW with weight decay), optionally after global-norm gradient clipping.
+
+    With ``decay_steps``, the learning rate falls linearly to zero over that many updates.
+    """
+    rate: float | optax.Schedule = learning_rate
+    if decay_steps:
+        rate = optax.linear_schedule(learning_rate, 0.0, decay_steps)
+    tx = optax.adamw(rate, weight_decay=weight_decay) if weight_decay else optax.adam(rate)
+    if gradient_clipping is not None:
+        tx = optax.chain(optax.clip_by_global_norm(gradient_clipping), tx)
+    return tx
+
+
+def new_training_state(
+    env: RLEnv,
+    networks: nnx.Module,
+    n_envs: int,
+    seed: int,
+    learning_rate: float = 0.0001,
+    gradient_clipping: float | None = None,
+    weight_decay: float | None = None,
+    stagger_episodes: bool = True,
+    learning_rate_decay_steps: int | None = None,
+) -> TrainingState:
+    """A fresh ``TrainingState``: reset envs, initial network states and a new optimizer.
+
+    The optimizer (``nnx.Optimizer`` over ``nnx.Param``) refers to ``networks``.
+
+    With ``stagger_episodes`` and an env with a time limit (an ``episode_length``
+    attribute and ``info["steps"]``, as ``EpisodeWrapper`` gives), each env's step counter
+    starts at a random point of the limit, so that the first episodes end at different
+    times. Otherwise all envs would be truncated together forever after, and every rollout
+    would see all envs in the same phase of their episodes.
+
+    With ``learning_rate_decay_steps``, the learning rate decays linearly to zero over that
+    many gradient updates.
+    """
+    if not isinstance(n_envs, int) or n_envs <= 0:
+        raise ValueError(f"n_envs must be a positive integer, got {n_envs!r}")
+    key = jax.random.key(seed)
+    key_env, key_next = jax.random.split(key)
+    key_env, key_stagger = jax.random.split(key_env)
+    env_states = jax.jit(jax.vmap(env.reset))(jax.random.split(key_env, n_envs))
+    if stagger_episodes:
+        env_states = _stagger(env, env_states, key_stagger, n_envs)
+    tx = make_optimizer(
+        learning_rate, gradient_clipping, weight_decay, learning_rate_decay_steps
+    )
+    optimizer = nnx.Optimizer(networks, tx, wrt=nnx.Param)
+    return TrainingState(
+        networks=networks,
+        network_states=networks.initialize_state(n_envs),
+        env_states=env_states,
+        optimizer=optimizer,
+        rng_key=key_next,
+        steps_taken=jnp.zeros((), jnp.float32),
+    )
+
+
+def _stagger(env: RLEnv, env_states: Any, key: jax.Array, n_envs: int) -> Any:
+    limit = getattr(env, "episode_length", None)
+    info = getattr(env_states, "info", None)
+    if not isinstance(limit, int) or not isinstance(info, dict) or "steps" not in info:
+        return env_states
+    offsets = jax.random.randint(key, (n_envs,), 0, limit).astype(info["steps"].dtype)
+    return env_states.replace(info={**info, "steps": offsets})
+
+
+def _minibatches(data: Any, key: jax.Array, n_envs: int, n_minibatches: int, axis: int) -> Any:
+    """Shuffles the env axis and splits it into ``[n_minibatches, ...]`` chunks.
+
+    Leaves without an env axis (per-step scalars) are repeated for every minibatch.
+    """
+    order = jax.random.permutation(key, n_envs).reshape(n_minibatches, -1)
+
+    def split(x: jax.Array) -> jax.Array:
+        if x.ndim <= axis:
+            return jnp.broadcast_to(x, (n_minibatches, *x.shape))
+        return jnp.moveaxis(jnp.take(x, order, axis=axis), axis, 0)
+
+    return jax.tree.map(split, data)
+
+
+def ppo_step(
+    env: RLEnv,
+    training_state: TrainingState,
+    n_envs: int,
+    rollout_length: int,
+    gae_lambda: float,
+    discounting_factor: float,
+    clip_range: float,
+    normalize_advantages: bool,
+    combine_advantages: bool,
+    n_epochs: int,
+    n_minibatches: int,
+    critic_loss_weight: float = 1.0,
+    logging_level: LoggingLevel = LoggingLevel.LOSSES,
+    logging_percentiles: tuple[int, ...] | None = None,
+) -> tuple[TrainingState, dict[str, jax.Array]]:
+    """One PPO iteration: a rollout, ``n_epochs x n_minibatches`` updates, normalizer update.
+
+    Pure apart from the modules it is given (traceable; ``train_ppo`` jits it). Minibatches
+    split the env axis, so each keeps whole ``[T]`` sequences for the recurrent replay.
+
+    Returns:
+        The next ``TrainingState`` and this step's scalar metrics.
+    """
+    key_unroll, key_sgd, key_next = jax.random.split(training_state.rng_key, 3)
+    networks = training_state.networks
+    start_states = training_state.network_states
+    env_states, network_states, rollout = unroll_env(
+        env, training_state.env_states, networks, start_states, rollout_length, key_unroll
+    )
+
+    graphdef, params, rest = nnx.split(networks, nnx.Param, ...)
+    opt_graphdef, opt_state = nnx.split(training_state.optimizer)
+    loss_args = (clip_range, normalize_advantages, combine_advantages, discounting_factor)
+    loss_args += (gae_lambda, critic_loss_weight, logging_level)
+
+    def loss_fn(p: nnx.State, batch: tuple[Any, Transition]) -> tuple[jax.Array, dict]:
+        module = nnx.merge(graphdef, p, rest)
+        return ppo_loss(module, batch[0], batch[1], *loss_args)
+
+    grad_fn = jax.value_and_grad(loss_fn, has_aux=True)
+
+    def sgd_step(carry: Any, batch: tuple[Any, Transition]) -> tuple[Any, dict]:
+        p, o_state = carry
+        (_, metrics), grads = grad_fn(p, batch)
+        optimizer = nnx.merge(opt_graphdef, o_state)
+        module = nnx.merge(graphdef, p, rest)
+        optimizer.update(module, grads)
+        if logging_level & LoggingLevel.GRAD_NORM:
+            metrics["optimizer/grad_norm"] = optax.global_norm(grads)
+        return (nnx.state(module, nnx.Param), nnx.state(optimizer)), metrics
+
+    def epoch(carry: Any, key: jax.Array) -> tuple[Any, dict]:
+        batches = (
+            _minibatches(start_states, key, n_envs, n_minibatches, axis=0),
+            _minibatches(rollout, key, n_envs, n_minibatches, axis=1),
+        )
+        return jax.lax.scan(sgd_step, carry, batches)
+
+    (params, opt_state), loss_metrics = jax.lax.scan(
+        epoch, (params, opt_state), jax.random.split(key_sgd, n_epochs)
+    )
+    nnx.update(networks, params)
+    nnx.update(training_state.optimizer, opt_state)
+    update_statistics(networks, rollout.obs)
+
+    loss_metrics = jax.tree.map(jnp.mean, loss_metrics)
+    metrics = compute_metrics(loss_metrics, rollout, logging_level, logging_percentiles)
+    if logging_level & LoggingLevel.WEIGHTS:
+        log_weight_stats(metrics, networks, logging_percentiles)
+    new_state = training_state.replace(
+        network_states=network_states,
+        env_states=env_states,
+        rng_key=key_next,
+        steps_taken=training_state.steps_taken + n_envs * rollout_length,
+    )
+    return new_state, metrics

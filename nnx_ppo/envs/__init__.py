@@ -1,0 +1,34 @@
+"""Environments: built-in pure-JAX envs, MuJoCo Playground loading by name, wrappers.
+
+Every env is a single, unbatched environment with the MuJoCo Playground ``MjxEnv``
+interface: ``reset(rng) -> State``, ``step(state, action) -> State``, ``observation_size``
+and ``action_size``. The trainer vmaps over envs and resets finished envs itself.
+"""
+
+from nnx_ppo.envs.builtin import (
+    BUILTIN_ENVS,
+    BuiltinEnv,
+    MemoryCue,
+    MemoryCueData,
+    PointReach,
+    PointReachData,
+    PointReachDict,
+)
+from nnx_ppo.envs.loading import available_envs, describe, load
+from nnx_ppo.envs.state import State
+from nnx_ppo.envs.wrappers import EpisodeWrapper
+
+__all__ = [
+    "BUILTIN_ENVS",
+    "BuiltinEnv",
+    "EpisodeWrapper",
+    "MemoryCue",
+    "MemoryCueData",
+    "PointReach",
+    "PointReachData",
+    "PointReachDict",
+    "State",
+    "available_envs",
+    "describe",
+    "load",
+]

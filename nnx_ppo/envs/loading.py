@@ -1,0 +1,160 @@
+"""Load environments by name: the built-in envs, or any MuJoCo Playground env.
+
+MuJoCo Playground is imported inside the functions that need it (it takes seconds to
+import), so importing ``nnx_ppo.envs`` stays cheap.
+"""
+
+from __future__ import annotations
+
+import inspect
+from collections.abc import Mapping
+from typing import Any
+
+import jax
+
+from nnx_ppo.envs.builtin import BUILTIN_ENVS
+from nnx_ppo.envs.wrappers import EpisodeWrapper
+
+_EPISODE_LENGTH = "episode_length"
+_FALLBACK_EPISODE_LENGTH = 1000
+
+
+def available_envs() -> list[str]:
+    """Names that ``load`` accepts: the built-in envs, then MuJoCo Playground's envs.
+
+    Returns:
+        The env names, built-in names first.
+    """
+    return list(BUILTIN_ENVS) + list(_playground_env_names())
+
+
+def load(name: str, overrides: Mapping[str, Any] | None = None) -> EpisodeWrapper:
+    """Creates the env called ``name``, wrapped in ``EpisodeWrapper``.
+
+    Built-in envs (``PointReach``, ``PointReachDict``, ``MemoryCue``) take their constructor
+    keywords as overrides. Any other name is loaded with
+    ``mujoco_playground.registry.load(name, config_overrides=overrides)``; keys may be dotted
+    paths into the env's config (``"vision_config.nworld"``). When ``impl`` is not
+    overridden and JAX runs on the CPU, ``impl="jax"`` is used (Playground's default ``warp``
+    is ~30x slower there).
+
+    ``episode_length`` is accepted for every env. It defaults to the built-in env's
+    ``default_episode_length``, or to the Playground env's ``config.episode_length``.
+
+    Args:
+        name: An env name from ``available_envs()``.
+        overrides: Config overrides, as described above; ``None`` for none.
+
+    Returns:
+        The env in an ``EpisodeWrapper``.
+
+    Raises:
+        ValueError: If ``name`` is unknown (the message lists available names), if an
+            override key is unknown (the message names it), or if a value is invalid.
+    """
+    overrides = dict(overrides or {})
+    if name in BUILTIN_ENVS:
+        return _load_builtin(name, overrides)
+    if name in _playground_env_names():
+        return _load_playground(name, overrides)
+    builtin = ", ".join(BUILTIN_ENVS)
+    playground = ", ".join(_playground_env_names())
+    raise ValueError(
+        f"unknown env name {name!r}. Built-in envs: {builtin}. MuJoCo Playground envs: "
+        f"{playground}."
+    )
+
+
+def describe(name: str) -> dict[str, Any]:
+    """Summarizes an env for listings (e.g. the server's ``GET /api/envs``).
+
+    Cheap for built-in envs; a Playground env is loaded (with default overrides), which
+    takes about a second and may trace its ``reset``.
+
+    Args:
+        name: An env name from ``available_envs()``.
+
+    Returns:
+        ``{"name", "observation_size", "action_size", "source"}``, where
+        ``observation_size`` is an int or, for dict observations, a dict of shape tuples, and
+        ``source`` is ``"builtin"`` or ``"playground"``.
+
+    Raises:
+        ValueError: If ``name`` is unknown.
+    """
+    if name in BUILTIN_ENVS:
+        env: Any = BUILTIN_ENVS[name]()
+        source = "builtin"
+    else:
+        env = load(name)
+        source = "playground"
+    return {
+        "name": name,
+        "observation_size": env.observation_size,
+        "action_size": int(env.action_size),
+        "source": source,
+    }
+
+
+def _load_builtin(name: str, overrides: dict[str, Any]) -> EpisodeWrapper:
+    env_class = BUILTIN_ENVS[name]
+    parameters = inspect.signature(env_class.__init__).parameters
+    accepted = {p for p in parameters if p != "self"} | {_EPISODE_LENGTH}
+    unknown = sorted(set(overrides) - accepted)
+    if unknown:
+        raise ValueError(
+            f"unknown override key(s) {unknown} for env {name!r}; accepted keys: {sorted(accepted)}"
+        )
+    episode_length = overrides.pop(_EPISODE_LENGTH, None)
+    env = env_class(**overrides)
+    if episode_length is None:
+        episode_length = env.default_episode_length
+    return EpisodeWrapper(env, episode_length)
+
+
+def _load_playground(name: str, overrides: dict[str, Any]) -> EpisodeWrapper:
+    from mujoco_playground import registry  # Slow import, kept lazy.
+
+    default_config = registry.get_default_config(name)
+    unknown = sorted(key for key in overrides if not _config_has_key(default_config, key))
+    if bad_keys := [key for key in unknown if key != _EPISODE_LENGTH]:
+        raise ValueError(
+            f"unknown override key(s) {bad_keys} for env {name!r}; accepted keys: "
+            f"{sorted(default_config.keys())} (dotted paths reach nested fields)"
+        )
+    episode_length = overrides.get(_EPISODE_LENGTH)
+    if _EPISODE_LENGTH in unknown:  # Not a config field of this env: for the wrapper only.
+        del overrides[_EPISODE_LENGTH]
+    if "impl" not in overrides and "impl" in default_config and _on_cpu():
+        overrides["impl"] = "jax"
+    try:
+        env = registry.load(name, config_overrides=overrides or None)
+    except (KeyError, TypeError) as err:
+        raise ValueError(f"invalid overrides {overrides!r} for env {name!r}: {err}") from err
+    if episode_length is None:
+        config = getattr(env, "_config", default_config)
+        episode_length = int(config.get(_EPISODE_LENGTH, _FALLBACK_EPISODE_LENGTH))
+    return EpisodeWrapper(env, episode_length)
+
+
+def _playground_env_names() -> tuple[str, ...]:
+    from mujoco_playground import registry  # Slow import, kept lazy.
+
+    return tuple(registry.ALL_ENVS)
+
+
+def _on_cpu() -> bool:
+    return jax.default_backend() == "cpu"
+
+
+def _config_has_key(config: Any, dotted_key: str) -> bool:
+    """Whether ``dotted_key`` (``"a.b.c"``) names a field of a ``ConfigDict``."""
+    node = config
+    for part in dotted_key.split("."):
+        try:
+            if part not in node:
+                return False
+            node = node[part]
+        except TypeError:  # Reached a leaf value before the end of the path.
+            return False
+    return True

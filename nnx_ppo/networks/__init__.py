@@ -1,0 +1,1 @@
+"""Stateful (recurrent-capable) networks for PPO: layers, samplers, normalizer, factories."""

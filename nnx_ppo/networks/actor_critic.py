@@ -1,0 +1,95 @@
+"""``PPONetwork``: normalizer, actor, critic and action sampler in one ``StatefulModule``."""
+
+from __future__ import annotations
+
+from typing import Any
+
+import jax
+from flax import nnx
+
+from nnx_ppo.networks.base import StatefulModule
+from nnx_ppo.networks.normalizer import Normalizer, flatten_obs
+from nnx_ppo.networks.samplers import TanhNormalSampler
+from nnx_ppo.networks.types import PPONetworkOutput, StatefulOutput
+
+
+class PPONetwork(StatefulModule):
+    """An actor-critic for PPO.
+
+    ``obs -> normalizer -> actor -> sampler -> actions`` and ``normalizer -> critic ->
+    value``. The actor and critic are any ``StatefulModule``s (MLP, LSTM stacks, ...) and
+    keep separate states. ``output`` of a call is a ``PPONetworkOutput``.
+
+    Args:
+        actor: Maps features ``[B, F]`` to distribution parameters ``[B, 2A]``.
+        critic: Maps features ``[B, F]`` to values ``[B, 1]``.
+        sampler: Turns distribution parameters into actions.
+        normalizer: Observation normalizer; None flattens observations unchanged.
+        obs_shapes: Observation shapes, needed to flatten when there is no normalizer.
+    """
+
+    def __init__(
+        self,
+        actor: StatefulModule,
+        critic: StatefulModule,
+        sampler: TanhNormalSampler,
+        normalizer: Normalizer | None,
+        obs_shapes: Any,
+    ):
+        self.actor = actor
+        self.critic = critic
+        self.sampler = sampler
+        self.normalizer = normalizer
+        self.obs_shapes = obs_shapes
+
+    def initialize_state(self, batch_size: int) -> dict[str, Any]:
+        return {
+            "actor": self.actor.initialize_state(batch_size),
+            "critic": self.critic.initialize_state(batch_size),
+        }
+
+    def reset_state(self, state: dict[str, Any]) -> dict[str, Any]:
+        return {
+            "actor": self.actor.reset_state(state["actor"]),
+            "critic": self.critic.reset_state(state["critic"]),
+        }
+
+    def features(self, obs: Any) -> jax.Array:
+        """Flattened (and normalized, when there is a normalizer) observations."""
+        if self.normalizer is None:
+            return flatten_obs(obs, self.obs_shapes)
+        return self.normalizer.normalize(obs)
+
+    def __call__(
+        self, state: dict[str, Any], obs: Any, rollout_extras: Any = None
+    ) -> StatefulOutput:
+        x = self.features(obs)
+        actor_out = self.actor(state["actor"], x)
+        critic_out = self.critic(state["critic"], x)
+        sample = self.sampler((), actor_out.output, rollout_extras)
+        reg = actor_out.regularization_loss + critic_out.regularization_loss
+        reg = reg + sample.regularization_loss
+        metrics = {**actor_out.metrics, **critic_out.metrics, **sample.metrics}
+        output = PPONetworkOutput(
+            actions=sample.output["actions"],
+            raw_actions=sample.output["raw_actions"],
+            loglikelihoods=sample.output["loglikelihoods"],
+            value_estimates=critic_out.output[..., 0],
+            regularization_loss=reg,
+            metrics=metrics,
+            distribution_params={"loc": sample.output["loc"], "scale": sample.output["scale"]},
+        )
+        next_state = {"actor": actor_out.next_state, "critic": critic_out.next_state}
+        return StatefulOutput(next_state, output, reg, metrics, sample.rollout_extras)
+
+    def update_statistics(self, obs: Any, mask: jax.Array | None = None) -> None:
+        """Updates the observation normalizer (no-op without one)."""
+        if self.normalizer is not None:
+            self.normalizer.update_statistics(obs, mask)
+
+
+def update_statistics(networks: nnx.Module, obs: Any, mask: jax.Array | None = None) -> None:
+    """Calls ``update_statistics`` on ``networks`` when it has one."""
+    update = getattr(networks, "update_statistics", None)
+    if update is not None:
+        update(obs, mask)

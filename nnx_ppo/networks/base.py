@@ -1,0 +1,62 @@
+"""The ``StatefulModule`` base class: a module that carries per-env state between steps."""
+
+from __future__ import annotations
+
+from typing import Any
+
+import jax
+import jax.numpy as jnp
+from flax import nnx
+
+from nnx_ppo.networks.types import StatefulOutput
+
+
+class StatefulModule(nnx.Module):
+    """A module called one env step at a time, with explicit per-env state.
+
+    State is a pytree whose leaves have the batch as their leading axis. Stateless modules
+    use the empty tuple. Subclasses implement ``__call__`` and, when stateful,
+    ``initialize_state``.
+    """
+
+    def initialize_state(self, batch_size: int) -> Any:
+        """The state at the start of an episode, for ``batch_size`` envs."""
+        del batch_size
+        return ()
+
+    def reset_state(self, state: Any) -> Any:
+        """The start-of-episode state with the same batch size as ``state``."""
+        leaves = jax.tree.leaves(state)
+        if not leaves:
+            return state
+        return self.initialize_state(leaves[0].shape[0])
+
+    def __call__(self, state: Any, obs: Any, rollout_extras: Any = None) -> StatefulOutput:
+        """Processes one step.
+
+        Args:
+            state: This module's state, ``[B, ...]`` leaves.
+            obs: The input, ``[B, ...]`` leaves.
+            rollout_extras: What this module recorded when it produced this step during a
+                rollout, to replay it exactly; None while acting.
+
+        Returns:
+            The next state, the output, a scalar regularization loss, metrics and the extras
+            to record for a replay.
+        """
+        raise NotImplementedError
+
+
+def zero_loss() -> jax.Array:
+    """A scalar zero regularization loss."""
+    return jnp.zeros((), jnp.float32)
+
+
+def reset_where(done: jax.Array, initial: Any, state: Any) -> Any:
+    """Replaces the state of the envs where ``done`` ([B] bool) by ``initial``."""
+
+    def select(init_leaf: jax.Array, leaf: jax.Array) -> jax.Array:
+        mask = done.reshape(done.shape + (1,) * (leaf.ndim - done.ndim))
+        return jnp.where(mask, init_leaf, leaf)
+
+    return jax.tree.map(select, initial, state)

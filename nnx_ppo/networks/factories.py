@@ -1,0 +1,145 @@
+"""Factories that build the actor-critic networks the service and the examples use.
+
+Both take the run spec's ``network`` fields (minus ``kind``) as keyword arguments.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+from typing import Any
+
+from flax import nnx
+
+from nnx_ppo.networks.actor_critic import PPONetwork
+from nnx_ppo.networks.layers import LSTM, MLP, Sequential
+from nnx_ppo.networks.normalizer import Normalizer, flat_size, obs_shapes
+from nnx_ppo.networks.samplers import TanhNormalSampler
+
+
+def _check_sizes(name: str, sizes: Sequence[int]) -> tuple[int, ...]:
+    try:
+        sizes = tuple(int(s) for s in sizes)
+    except (TypeError, ValueError):
+        raise ValueError(f"{name} must be a list of positive integers, got {sizes!r}") from None
+    if any(s <= 0 for s in sizes):
+        raise ValueError(f"{name} must be a list of positive integers, got {list(sizes)}")
+    return sizes
+
+
+def _check_action_size(action_size: int) -> int:
+    if not isinstance(action_size, int) or action_size <= 0:
+        raise ValueError(f"action_size must be a positive integer, got {action_size!r}")
+    return action_size
+
+
+def make_mlp_actor_critic(
+    obs_size: Any,
+    action_size: int,
+    *,
+    rngs: nnx.Rngs,
+    actor_hidden_sizes: Sequence[int] = (64, 64),
+    critic_hidden_sizes: Sequence[int] = (256, 256),
+    normalize_obs: bool = True,
+    activation: str = "swish",
+    entropy_weight: float = 1e-2,
+    min_std: float = 1e-3,
+) -> PPONetwork:
+    """A feed-forward actor-critic: separate MLPs for the policy and the value.
+
+    Args:
+        obs_size: The env's ``observation_size`` (int, shape, or dict of shapes).
+        action_size: The env's ``action_size``.
+        rngs: Streams ``params`` (initialization) and ``action`` (sampling); a plain
+            ``nnx.Rngs(seed)`` provides both.
+        actor_hidden_sizes: Hidden layer widths of the policy MLP.
+        critic_hidden_sizes: Hidden layer widths of the value MLP.
+        normalize_obs: Standardize observations with running statistics.
+        activation: Hidden activation name (``swish``, ``relu``, ``tanh``, ``elu``, ``gelu``).
+        entropy_weight: Weight of the policy's entropy bonus.
+        min_std: Floor of the policy's standard deviation.
+    """
+    action_size = _check_action_size(action_size)
+    actor_hidden = _check_sizes("actor_hidden_sizes", actor_hidden_sizes)
+    critic_hidden = _check_sizes("critic_hidden_sizes", critic_hidden_sizes)
+    n_in = flat_size(obs_size)
+    actor = MLP(
+        (n_in, *actor_hidden, 2 * action_size),
+        rngs=rngs,
+        activation=activation,
+        last_layer_scale=0.01,
+    )
+    critic = MLP((n_in, *critic_hidden, 1), rngs=rngs, activation=activation)
+    return _assemble(
+        obs_size, action_size, actor, critic, rngs, normalize_obs, entropy_weight, min_std
+    )
+
+
+def make_lstm_actor_critic(
+    obs_size: Any,
+    action_size: int,
+    *,
+    rngs: nnx.Rngs,
+    lstm_size: int = 64,
+    actor_hidden_sizes: Sequence[int] = (64,),
+    critic_hidden_sizes: Sequence[int] = (64,),
+    normalize_obs: bool = True,
+    activation: str = "swish",
+    entropy_weight: float = 1e-2,
+    min_std: float = 1e-3,
+) -> PPONetwork:
+    """A recurrent actor-critic: policy and value each read an LSTM of their own.
+
+    Each side is ``LSTM(lstm_size) -> MLP(hidden sizes)``; the LSTM state is reset where an
+    episode ends, during rollouts and during the loss replay.
+
+    Args:
+        obs_size: The env's ``observation_size`` (int, shape, or dict of shapes).
+        action_size: The env's ``action_size``.
+        rngs: Streams ``params`` and ``action``; ``nnx.Rngs(seed)`` provides both.
+        lstm_size: Units of each LSTM.
+        actor_hidden_sizes: Hidden widths of the MLP after the policy's LSTM (may be empty).
+        critic_hidden_sizes: Hidden widths of the MLP after the value's LSTM (may be empty).
+        normalize_obs: Standardize observations with running statistics.
+        activation: Hidden activation name.
+        entropy_weight: Weight of the policy's entropy bonus.
+        min_std: Floor of the policy's standard deviation.
+    """
+    action_size = _check_action_size(action_size)
+    if not isinstance(lstm_size, int) or lstm_size <= 0:
+        raise ValueError(f"lstm_size must be a positive integer, got {lstm_size!r}")
+    actor_hidden = _check_sizes("actor_hidden_sizes", actor_hidden_sizes)
+    critic_hidden = _check_sizes("critic_hidden_sizes", critic_hidden_sizes)
+    n_in = flat_size(obs_size)
+    actor = Sequential(
+        LSTM(n_in, lstm_size, rngs=rngs),
+        MLP(
+            (lstm_size, *actor_hidden, 2 * action_size),
+            rngs=rngs,
+            activation=activation,
+            last_layer_scale=0.01,
+        ),
+    )
+    critic = Sequential(
+        LSTM(n_in, lstm_size, rngs=rngs),
+        MLP((lstm_size, *critic_hidden, 1), rngs=rngs, activation=activation),
+    )
+    return _assemble(
+        obs_size, action_size, actor, critic, rngs, normalize_obs, entropy_weight, min_std
+    )
+
+
+def _assemble(
+    obs_size: Any,
+    action_size: int,
+    actor: Any,
+    critic: Any,
+    rngs: nnx.Rngs,
+    normalize_obs: bool,
+    entropy_weight: float,
+    min_std: float,
+) -> PPONetwork:
+    sampler = TanhNormalSampler(
+        action_size, rngs=rngs, entropy_weight=entropy_weight, min_std=min_std
+    )
+    normalizer = Normalizer(obs_size) if normalize_obs else None
+    return PPONetwork(actor, critic, sampler, normalizer, obs_shapes(obs_size))

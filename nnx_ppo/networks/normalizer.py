@@ -1,0 +1,111 @@
+"""Running-statistics observation normalizer for array and pytree (dict) observations."""
+
+from __future__ import annotations
+
+from typing import Any
+
+import jax
+import jax.numpy as jnp
+from flax import nnx
+
+from nnx_ppo.networks.base import StatefulModule, zero_loss
+from nnx_ppo.networks.types import StatefulOutput
+
+ObsShape = int | tuple[int, ...]
+
+
+class NormalizerStatistics(nnx.Variable):
+    """Running observation statistics: not a parameter, never touched by the optimizer."""
+
+
+def _as_shape(size: ObsShape) -> tuple[int, ...]:
+    return (int(size),) if isinstance(size, int) else tuple(int(s) for s in size)
+
+
+def obs_shapes(obs_size: Any) -> Any:
+    """Normalizes an ``observation_size`` (int, shape tuple, or dict of them) to shapes."""
+    if isinstance(obs_size, dict):
+        return {k: _as_shape(v) for k, v in sorted(obs_size.items())}
+    return _as_shape(obs_size)
+
+
+def flat_size(obs_size: Any) -> int:
+    """Number of features once every observation leaf is flattened and concatenated."""
+    shapes = obs_shapes(obs_size)
+    leaves = shapes.values() if isinstance(shapes, dict) else [shapes]
+    total = 0
+    for shape in leaves:
+        n = 1
+        for d in shape:
+            n *= d
+        total += n
+    return total
+
+
+def flatten_obs(obs: Any, shapes: Any) -> jax.Array:
+    """Concatenates observation leaves into ``[..., features]`` (dict keys in sorted order)."""
+    if isinstance(shapes, dict):
+        parts = [_flatten_leaf(obs[k], shape) for k, shape in shapes.items()]
+        return jnp.concatenate(parts, axis=-1)
+    return _flatten_leaf(obs, shapes)
+
+
+def _flatten_leaf(leaf: jax.Array, shape: tuple[int, ...]) -> jax.Array:
+    batch_dims = leaf.shape[: leaf.ndim - len(shape)]
+    return leaf.reshape(*batch_dims, -1)
+
+
+class Normalizer(StatefulModule):
+    """Flattens observations and standardizes them with a running mean and variance.
+
+    Statistics change only through ``update_statistics`` (PPO calls it after each step
+    with the rollout's observations), never through gradients. Two guards keep a narrow
+    first batch from producing huge inputs: the standard deviation is floored at
+    ``std_min``, and normalized values are clipped to ``[-clip, clip]``.
+
+    Args:
+        obs_size: ``observation_size`` of the env: an int, a shape, or a dict of them.
+        std_min: Smallest standard deviation used for scaling.
+        clip: Normalized values are clipped to this magnitude.
+    """
+
+    def __init__(self, obs_size: Any, *, std_min: float = 1e-2, clip: float = 10.0):
+        self.shapes = obs_shapes(obs_size)
+        self.std_min = std_min
+        self.clip = clip
+        n_features = flat_size(obs_size)
+        self.mean = NormalizerStatistics(jnp.zeros((n_features,), jnp.float32))
+        self.m2 = NormalizerStatistics(jnp.zeros((n_features,), jnp.float32))
+        self.count = NormalizerStatistics(jnp.zeros((), jnp.float32))
+
+    def normalize(self, obs: Any) -> jax.Array:
+        """Flattened, standardized and clipped observations, ``[..., features]``."""
+        x = flatten_obs(obs, self.shapes)
+        var = self.m2[...] / jnp.maximum(self.count[...], 1.0)
+        std = jnp.maximum(jnp.sqrt(var), self.std_min)
+        return jnp.clip((x - self.mean[...]) / std, -self.clip, self.clip)
+
+    def __call__(self, state: Any, obs: Any, rollout_extras: Any = None) -> StatefulOutput:
+        return StatefulOutput(state, self.normalize(obs), zero_loss(), {}, None)
+
+    def update_statistics(self, obs: Any, mask: jax.Array | None = None) -> None:
+        """Merges a batch of observations into the running statistics (Chan et al.).
+
+        Args:
+            obs: Observations with any leading batch axes (e.g. ``[T, B, ...]``).
+            mask: Optional boolean mask over the leading axes; False entries are ignored.
+        """
+        x = flatten_obs(obs, self.shapes)
+        x = x.reshape(-1, x.shape[-1]).astype(jnp.float32)
+        w = jnp.ones((x.shape[0],), jnp.float32) if mask is None else mask.reshape(-1)
+        w = w.astype(jnp.float32)[:, None]
+        n = jnp.sum(w)
+        count = self.count[...]
+        total = count + n
+        batch_mean = jnp.sum(w * x, axis=0) / jnp.maximum(n, 1.0)
+        batch_m2 = jnp.sum(w * jnp.square(x - batch_mean), axis=0)
+        delta = batch_mean - self.mean[...]
+        frac = n / jnp.maximum(total, 1.0)
+        self.mean[...] = self.mean[...] + delta * frac
+        self.m2[...] = self.m2[...] + batch_m2 + jnp.square(delta) * count * frac
+        self.count[...] = total

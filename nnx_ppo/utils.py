@@ -1,0 +1,20 @@
+"""Small process-level helpers."""
+
+from __future__ import annotations
+
+import pathlib
+
+import jax
+
+
+def enable_compilation_cache(directory: str | pathlib.Path) -> None:
+    """Turns on JAX's persistent compilation cache in ``directory`` (created if missing).
+
+    Every compiled function is cached, however quick its compile, so that a second process
+    with the same configuration starts without recompiling.
+    """
+    path = pathlib.Path(directory)
+    path.mkdir(parents=True, exist_ok=True)
+    jax.config.update("jax_compilation_cache_dir", str(path))
+    jax.config.update("jax_persistent_cache_min_compile_time_secs", 0.0)
+    jax.config.update("jax_persistent_cache_min_entry_size_bytes", 0)

@@ -1,0 +1,83 @@
+"""End-to-end: PPO learns. An MLP solves a control task; only an LSTM solves the memory task."""
+
+from __future__ import annotations
+
+import pytest
+from flax import nnx
+
+from nnx_ppo import envs
+from nnx_ppo.algorithms import config as C
+from nnx_ppo.algorithms.ppo import train_ppo
+from nnx_ppo.networks import factories
+
+pytestmark = pytest.mark.slow
+
+
+def train(env, networks, *, total_steps, n_envs, rollout_length, learning_rate, eval_length):
+    config = C.TrainConfig(
+        ppo=C.PPOConfig(
+            n_envs=n_envs,
+            rollout_length=rollout_length,
+            total_steps=total_steps,
+            learning_rate=learning_rate,
+            n_minibatches=4,
+            n_epochs=4,
+        ),
+        eval=C.EvalConfig(every_steps=total_steps, n_envs=128, max_episode_length=eval_length),
+        seed=0,
+    )
+    return train_ppo(env, networks, config).eval_history[-1]["eval/episode_reward"]
+
+
+def test_mlp_solves_point_reach():
+    env = envs.load("PointReach")
+    networks = factories.make_mlp_actor_critic(
+        env.observation_size,
+        env.action_size,
+        rngs=nnx.Rngs(0),
+        actor_hidden_sizes=(32, 32),
+        critic_hidden_sizes=(32, 32),
+    )
+    reward = train(
+        env,
+        networks,
+        total_steps=200_000,
+        n_envs=64,
+        rollout_length=20,
+        learning_rate=1e-3,
+        eval_length=100,
+    )
+    # A random policy scores about 8 of 100 and a hand-written controller about 94.
+    assert reward > 70.0
+
+
+def memory_task_reward(kind: str) -> float:
+    env = envs.load("MemoryCue", {"delay": 3})
+    make = factories.make_lstm_actor_critic if kind == "lstm" else factories.make_mlp_actor_critic
+    sizes = {"lstm_size": 32} if kind == "lstm" else {}
+    networks = make(
+        env.observation_size,
+        env.action_size,
+        rngs=nnx.Rngs(0),
+        actor_hidden_sizes=(32,),
+        critic_hidden_sizes=(32,),
+        **sizes,
+    )
+    return train(
+        env,
+        networks,
+        total_steps=150_000,
+        n_envs=128,
+        rollout_length=10,
+        learning_rate=3e-3,
+        eval_length=10,
+    )
+
+
+def test_lstm_solves_memory_task_that_mlp_cannot():
+    # A memoryless policy sees the same decision observation whatever the cue: it is right
+    # half of the time (expected reward 0.5). Remembering the cue gives 1.
+    lstm = memory_task_reward("lstm")
+    mlp = memory_task_reward("mlp")
+    assert lstm >= 0.95
+    assert 0.3 <= mlp <= 0.7
