@@ -42,15 +42,20 @@ from __future__ import annotations
 import dataclasses
 import functools
 import json
+import statistics
 import time
 from collections.abc import Mapping, Sequence
 from typing import Any
 
-import numpy as np
-
 from bench.brax_config import BraxPPOSettings
 from bench.jax_setup import enable_compilation_cache, install_jax_shims
-from bench.runs import count_files, peak_rss_mb, run_runner_subprocess, settings_from_cli
+from bench.runs import (
+    count_files,
+    peak_rss_mb,
+    run_runner_subprocess,
+    settings_from_cli,
+    startup_seconds,
+)
 
 
 @dataclasses.dataclass
@@ -148,15 +153,17 @@ def run_brax_ppo(settings: Mapping[str, Any]) -> dict[str, Any]:
         * ``settings``: the settings used, with ``batch_size`` filled in (lists for tuples).
         * ``env_steps_per_second``: steady-state training throughput, compile and eval excluded
           (mean over epochs 2..N of Brax's own epoch timing; see :func:`summarize_timing`).
-        * ``compile_seconds``: start-up overhead: time from the ``ppo.train`` call until the
-          first epoch finished, minus a steady epoch's run time and minus a steady eval's run
-          time (for the step-0 eval). That leaves env/network init plus compiling env reset,
-          the eval unroll and the training epoch.
+        * ``compile_seconds``: start-up overhead (:func:`bench.runs.startup_seconds`): time
+          from the ``ppo.train`` call to the end of the eval after the first epoch, minus the
+          first epoch and the two evals at their steady speed. That leaves env/network init
+          plus compiling env reset, the training epoch and the eval unroll (twice: Brax's
+          step-0 eval and later ones differ in input weak types and shardings).
         * ``train_compile_seconds``: the training epoch's share of it (first epoch's time minus
           a steady epoch's).
         * ``setup_seconds``: from the ``ppo.train`` call to the start of the first epoch (env
           reset, network init, compiling and running the step-0 eval).
-        * ``eval_seconds``: mean run time of one eval after step 0.
+        * ``eval_seconds``: steady run time of one eval: the median of Brax's
+          ``eval/epoch_eval_time`` over the evals after the first epoch's (which compiles).
         * ``total_seconds``: wall time of the whole ``ppo.train`` call.
         * ``total_steps``: env steps actually trained (Brax rounds ``total_steps`` up).
         * ``steps_per_update``, ``updates_per_epoch``: Brax's derived schedule.
@@ -231,14 +238,16 @@ def _result(
     if log.first_epoch_start is None:
         raise RuntimeError("Brax never called policy_params_fn at step 0")
     setup_seconds = log.first_epoch_start - log.t0
-    eval_seconds = float(np.mean([e["eval_seconds"] for e in trained]))
+    # The eval after the first epoch compiles the eval unroll again; later ones only run.
+    eval_seconds = statistics.median(e["eval_seconds"] for e in trained[1:])
     train_compile = timing["train_compile_seconds"]
+    sps = timing["env_steps_per_second"]
     resolved = dataclasses.asdict(cfg) | {"batch_size": cfg.resolved_batch_size}
     return {
         "library": "brax",
         "settings": json.loads(json.dumps(resolved)),
-        "env_steps_per_second": timing["env_steps_per_second"],
-        "compile_seconds": setup_seconds - eval_seconds + train_compile,
+        "env_steps_per_second": sps,
+        "compile_seconds": startup_seconds(trained[0], 2, sps, eval_seconds),
         "train_compile_seconds": train_compile,
         "setup_seconds": setup_seconds,
         "eval_seconds": eval_seconds,

@@ -21,6 +21,9 @@ import numpy as np
 DEFAULT_CACHE_DIR = Path(__file__).resolve().parent / ".cache" / "jax"
 """Persistent compilation cache shared by all bench processes (``bench/.cache`` is ignored)."""
 
+BRAX_PMAP_AXIS_NAME = "i"
+"""The axis name of Brax's ``jax.pmap`` calls (``_PMAP_AXIS_NAME`` in ``ppo/train.py``)."""
+
 CACHE_DIR_ENV = "NNX_PPO_BENCH_JAX_CACHE"
 """Environment variable that overrides :data:`DEFAULT_CACHE_DIR`."""
 
@@ -53,7 +56,13 @@ def install_jax_shims() -> list[str]:
     ``jax.device_put_replicated`` among removed APIs. The shim stacks each leaf ``n_devices``
     times along a new leading axis and shards that axis over ``devices``, which is what the old
     function returned and what ``jax.pmap`` and Brax's ``_unpmap`` (``addressable_shards[0]``)
-    expect. Idempotent.
+    expect. The mesh axis is named :data:`BRAX_PMAP_AXIS_NAME`, so the replicated training
+    state carries exactly the sharding that JAX 0.10's ``pmap`` gives its outputs. With any
+    other name, each training epoch and each evaluation saw a new mix of input shardings
+    (leaves still from the shim next to leaves from a ``pmap``) and was compiled again until
+    every leaf had been through a ``pmap`` (three epochs and four evals on CartpoleBalance),
+    which put compile time into Brax's "steady" epochs.
+    Idempotent.
 
     Returns:
         Names of the attributes installed.
@@ -63,8 +72,9 @@ def install_jax_shims() -> list[str]:
 
         def device_put_replicated(x: Any, devices: Sequence[jax.Device]) -> Any:
             devices = list(devices)
-            mesh = jax.sharding.Mesh(np.asarray(devices), ("replica",))
-            sharding = jax.sharding.NamedSharding(mesh, jax.sharding.PartitionSpec("replica"))
+            mesh = jax.sharding.Mesh(np.asarray(devices), (BRAX_PMAP_AXIS_NAME,))
+            spec = jax.sharding.PartitionSpec(BRAX_PMAP_AXIS_NAME)
+            sharding = jax.sharding.NamedSharding(mesh, spec)
 
             def put(leaf: Any) -> jax.Array:
                 leaf = jnp.asarray(leaf)

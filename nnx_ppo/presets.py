@@ -72,6 +72,7 @@ PRESETS: dict[str, Preset] = {
                 learning_rate=1e-3,
                 n_minibatches=8,
                 n_epochs=4,
+                anneal_learning_rate=True,
             ),
             eval=EvalConfig(every_steps=250_000, n_envs=64, max_episode_length=1000),
         ),

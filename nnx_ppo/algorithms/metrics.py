@@ -66,7 +66,6 @@ def compute_metrics(
         metrics["rollout/truncated_fraction"] = jnp.mean(rollout_data.truncated)
         output = rollout_data.network_output
         metrics.update(describe("rollout/action", output.actions, percentile_levels))
-        metrics.update(describe("rollout/value", output.value_estimates, percentile_levels))
     if logging_level & LoggingLevel.ROLLOUT_OBS:
         for i, leaf in enumerate(jax.tree.leaves(rollout_data.obs)):
             flat = leaf.reshape(-1, leaf.shape[-1]) if leaf.ndim > 2 else leaf.reshape(-1, 1)

@@ -13,8 +13,14 @@ import jax
 import jax.numpy as jnp
 from flax import nnx
 
+from nnx_ppo.algorithms.activations import record_activations_rollout as record_activations_rollout
+from nnx_ppo.algorithms.render_rollout import SlimData as SlimData
+from nnx_ppo.algorithms.render_rollout import SlimState as SlimState
+from nnx_ppo.algorithms.render_rollout import (
+    eval_rollout_for_render_scan as eval_rollout_for_render_scan,
+)
+from nnx_ppo.algorithms.render_rollout import unstack_trajectory as unstack_trajectory
 from nnx_ppo.algorithms.types import LoggingLevel, RLEnv, Transition
-from nnx_ppo.networks.types import PPONetworkOutput
 
 
 def tree_where(cond: jax.Array, on_true: Any, on_false: Any) -> Any:
@@ -70,7 +76,8 @@ def single_transition(
         ``next_obs`` where the episode was truncated.
     """
     env_state, network_state = carry
-    out = networks(network_state, env_state.obs)
+    act = getattr(networks, "act", None)  # PPONetwork skips work that acting does not need
+    out = act(network_state, env_state.obs) if act else networks(network_state, env_state.obs)
     stepped = jax.vmap(env.step)(env_state, out.output.actions)
     done = stepped.done > 0.5
     truncated = _truncated(stepped, done)
@@ -205,8 +212,3 @@ def _spread(
         return {f"{name}_std": jnp.std(values)}
     qs = jnp.percentile(values, jnp.asarray(percentiles, jnp.float32))
     return {f"{name}_p{int(q)}": qs[i] for i, q in enumerate(percentiles)}
-
-
-def stack_outputs(outputs: list[PPONetworkOutput]) -> PPONetworkOutput:
-    """Stacks per-step network outputs along a new leading time axis."""
-    return jax.tree.map(lambda *xs: jnp.stack(xs), *outputs)

@@ -67,9 +67,7 @@ def new_training_state(
     env_states = jax.jit(jax.vmap(env.reset))(jax.random.split(key_env, n_envs))
     if stagger_episodes:
         env_states = _stagger(env, env_states, key_stagger, n_envs)
-    tx = make_optimizer(
-        learning_rate, gradient_clipping, weight_decay, learning_rate_decay_steps
-    )
+    tx = make_optimizer(learning_rate, gradient_clipping, weight_decay, learning_rate_decay_steps)
     optimizer = nnx.Optimizer(networks, tx, wrt=nnx.Param)
     return TrainingState(
         networks=networks,
@@ -77,7 +75,7 @@ def new_training_state(
         env_states=env_states,
         optimizer=optimizer,
         rng_key=key_next,
-        steps_taken=jnp.zeros((), jnp.float32),
+        steps_taken=jnp.zeros((), jnp.int32),  # exact: float32 stops counting at 2**24+
     )
 
 
@@ -179,6 +177,7 @@ def ppo_step(
         network_states=network_states,
         env_states=env_states,
         rng_key=key_next,
-        steps_taken=training_state.steps_taken + n_envs * rollout_length,
+        steps_taken=training_state.steps_taken
+        + jnp.asarray(n_envs * rollout_length).astype(training_state.steps_taken.dtype),
     )
     return new_state, metrics

@@ -23,6 +23,7 @@ from nnx_ppo.algorithms.config import TrainConfig, TrainResult, VideoData
 from nnx_ppo.algorithms.rollout import eval_rollout
 from nnx_ppo.algorithms.step import new_training_state, ppo_step
 from nnx_ppo.algorithms.types import LoggingLevel, RLEnv, TrainingState
+from nnx_ppo.algorithms.video import check_renderable, make_video_recorder
 
 MAX_ITERATIONS_PER_CALL = 32
 """Upper bound on PPO iterations fused into one jitted call."""
@@ -147,7 +148,9 @@ def train_ppo(
     ``config.ppo.total_steps``. Evaluation (deterministic policy, ``config.eval``) runs each
     time the step count passes a multiple of ``eval.every_steps`` and once at the end;
     its metrics (``eval/...``) join that iteration's metrics. Checkpoints follow
-    ``config.checkpoint_every_steps`` and the end of training.
+    ``config.checkpoint_every_steps`` and the end of training. With ``config.video.enabled``
+    and a ``video_fn``, one deterministic episode of the eval env is rendered each time the
+    step count passes a multiple of ``video.every_steps`` (not at the end otherwise).
 
     Args:
         env: Training environment (MjxEnv).
@@ -169,6 +172,9 @@ def train_ppo(
         TrainResult containing final TrainingState, metrics, and eval history.
     """
     config = _resolve_config(config, total_steps, seed)
+    video_fn = video_fn if config.video.enabled else None
+    if video_fn is not None:
+        check_renderable(eval_env or env)  # before anything is compiled
     p = config.ppo
     if initial_state is None:
         iterations = math.ceil(p.total_steps / (p.n_envs * p.rollout_length))
@@ -184,8 +190,7 @@ def train_ppo(
             learning_rate_decay_steps=decay,
         )
     _check_batch(initial_state, p.n_envs)
-    loop = _HostLoop(env, eval_env or env, initial_state, config, log_fn, checkpoint_fn)
-    del video_fn  # video rendering is not part of this release
+    loop = _HostLoop(env, eval_env or env, initial_state, config, log_fn, checkpoint_fn, video_fn)
     return loop.run()
 
 
@@ -208,6 +213,7 @@ class _HostLoop:
         config: TrainConfig,
         log_fn: LogFn | None,
         checkpoint_fn: Callable[[TrainingState, int], None] | None,
+        video_fn: Callable[[VideoData], None] | None = None,
     ):
         p = config.ppo
         self.config = config
@@ -239,6 +245,13 @@ class _HostLoop:
         self.evaluate = _make_evaluator(eval_env, self.carry.graphdef, config)
         self.eval_key = jax.random.fold_in(jax.random.key(config.seed), 1)
         self.eval_history: list[dict[str, Any]] = []
+        self.video_fn = video_fn
+        if video_fn is not None:
+            v = config.video
+            self.record_video = make_video_recorder(
+                eval_env, self.carry.graphdef, v.episode_length, v.render_kwargs
+            )
+            self.video_key = jax.random.fold_in(jax.random.key(config.seed), 2)
 
     def _events(self) -> list[int]:
         """The step intervals of the host-side events that are active."""
@@ -247,6 +260,8 @@ class _HostLoop:
             every.append(self.config.eval.every_steps)
         if self.checkpoint_fn is not None:
             every.append(self.config.checkpoint_every_steps)
+        if self.video_fn is not None:
+            every.append(self.config.video.every_steps)
         return every
 
     def run(self) -> TrainResult:
@@ -274,6 +289,7 @@ class _HostLoop:
                 if self.log_fn is not None:
                     self.log_fn(step_metrics, steps + (i + 1) * self.steps_per_iteration)
                 last_metrics = step_metrics
+            self._video_event(steps, after)
             steps, iterations = after, iterations + n
         return self._result(last_metrics, steps, iterations)
 
@@ -293,6 +309,17 @@ class _HostLoop:
             snapshot = jax.tree.map(jnp.copy, self.carry.state)
             self.checkpoint_fn(self.carry.training_state(snapshot), after)
         return out
+
+    def _video_event(self, before: int, after: int) -> None:
+        """Renders and hands over a video when one is due at ``after``.
+
+        Runs after the chunk's metrics went to ``log_fn``, so a logger that needs increasing
+        steps (W&B) gets the video at ``after`` after the metrics of the steps before it.
+        """
+        every = self.config.video.every_steps
+        if self.video_fn is not None and passed_multiple(before, after, every):
+            key = jax.random.fold_in(self.video_key, after)
+            self.video_fn(self.record_video(self.carry.state[0], key, after))
 
     def _result(self, last_metrics: dict[str, Any], steps: int, iterations: int) -> TrainResult:
         final = self.carry.training_state()

@@ -67,7 +67,9 @@ class TrainingState(JaxDataclass):
         env_states: The batched environment state (``[B, ...]`` leaves).
         optimizer: An ``nnx.Optimizer`` over the networks' ``nnx.Param`` variables.
         rng_key: Key for environment resets and minibatch shuffling.
-        steps_taken: Environment steps taken so far, summed over envs.
+        steps_taken: Environment steps taken so far, summed over envs. ``new_training_state``
+            makes it an int32 scalar (exact up to 2**31 steps; a float32 count stops
+            increasing past 2**24 for some batch sizes).
     """
 
     networks: Any

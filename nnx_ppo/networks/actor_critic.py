@@ -5,6 +5,7 @@ from __future__ import annotations
 from typing import Any
 
 import jax
+import jax.numpy as jnp
 from flax import nnx
 
 from nnx_ppo.networks.base import StatefulModule
@@ -80,6 +81,32 @@ class PPONetwork(StatefulModule):
             distribution_params={"loc": sample.output["loc"], "scale": sample.output["scale"]},
         )
         next_state = {"actor": actor_out.next_state, "critic": critic_out.next_state}
+        return StatefulOutput(next_state, output, reg, metrics, sample.rollout_extras)
+
+    def act(self, state: dict[str, Any], obs: Any) -> StatefulOutput:
+        """A call for acting in a rollout: the critic runs only when it keeps state.
+
+        A stateless critic's value is not needed to act (the loss recomputes values), so
+        it is skipped and ``value_estimates`` are zeros. A recurrent critic still runs, to
+        advance its state.
+        """
+        if jax.tree.leaves(state["critic"]):
+            return self(state, obs)
+        x = self.features(obs)
+        actor_out = self.actor(state["actor"], x)
+        sample = self.sampler((), actor_out.output, None)
+        reg = actor_out.regularization_loss + sample.regularization_loss
+        metrics = {**actor_out.metrics, **sample.metrics}
+        output = PPONetworkOutput(
+            actions=sample.output["actions"],
+            raw_actions=sample.output["raw_actions"],
+            loglikelihoods=sample.output["loglikelihoods"],
+            value_estimates=jnp.zeros(sample.output["loglikelihoods"].shape),
+            regularization_loss=reg,
+            metrics=metrics,
+            distribution_params={"loc": sample.output["loc"], "scale": sample.output["scale"]},
+        )
+        next_state = {"actor": actor_out.next_state, "critic": state["critic"]}
         return StatefulOutput(next_state, output, reg, metrics, sample.rollout_extras)
 
     def update_statistics(self, obs: Any, mask: jax.Array | None = None) -> None:

@@ -46,6 +46,15 @@ class StatefulModule(nnx.Module):
         """
         raise NotImplementedError
 
+    def with_recording(self) -> StatefulModule:
+        """A copy of this module whose calls also report per-unit activations.
+
+        See ``nnx_ppo.networks.recording``; this module is left unchanged.
+        """
+        from nnx_ppo.networks.recording import with_recording  # recording imports this module
+
+        return with_recording(self)
+
 
 def zero_loss() -> jax.Array:
     """A scalar zero regularization loss."""

@@ -26,8 +26,35 @@ def _check_sizes(name: str, sizes: Sequence[int]) -> tuple[int, ...]:
     return sizes
 
 
+def _check_obs_size(obs_size: Any) -> Any:
+    """``obs_size`` must be a positive int, a shape of positive ints, or a dict of those."""
+
+    def valid_shape(size: Any) -> bool:
+        if _is_int(size):
+            return size > 0
+        return (
+            isinstance(size, tuple | list)
+            and len(size) > 0
+            and all(_is_int(d) and d > 0 for d in size)
+        )
+
+    ok = valid_shape(obs_size) or (
+        isinstance(obs_size, dict) and obs_size and all(valid_shape(v) for v in obs_size.values())
+    )
+    if not ok:
+        raise ValueError(
+            "obs_size must be a positive int, a shape of positive ints, or a dict of them, "
+            f"got {obs_size!r}"
+        )
+    return obs_size
+
+
+def _is_int(value: Any) -> bool:
+    return isinstance(value, int) and not isinstance(value, bool)
+
+
 def _check_action_size(action_size: int) -> int:
-    if not isinstance(action_size, int) or action_size <= 0:
+    if not _is_int(action_size) or action_size <= 0:
         raise ValueError(f"action_size must be a positive integer, got {action_size!r}")
     return action_size
 
@@ -58,6 +85,7 @@ def make_mlp_actor_critic(
         entropy_weight: Weight of the policy's entropy bonus.
         min_std: Floor of the policy's standard deviation.
     """
+    obs_size = _check_obs_size(obs_size)
     action_size = _check_action_size(action_size)
     actor_hidden = _check_sizes("actor_hidden_sizes", actor_hidden_sizes)
     critic_hidden = _check_sizes("critic_hidden_sizes", critic_hidden_sizes)
@@ -104,8 +132,9 @@ def make_lstm_actor_critic(
         entropy_weight: Weight of the policy's entropy bonus.
         min_std: Floor of the policy's standard deviation.
     """
+    obs_size = _check_obs_size(obs_size)
     action_size = _check_action_size(action_size)
-    if not isinstance(lstm_size, int) or lstm_size <= 0:
+    if not _is_int(lstm_size) or lstm_size <= 0:
         raise ValueError(f"lstm_size must be a positive integer, got {lstm_size!r}")
     actor_hidden = _check_sizes("actor_hidden_sizes", actor_hidden_sizes)
     critic_hidden = _check_sizes("critic_hidden_sizes", critic_hidden_sizes)

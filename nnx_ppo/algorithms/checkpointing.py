@@ -1,0 +1,568 @@
+"""Checkpointing utilities for saving and loading training state.
+
+A checkpoint is one directory, ``{directory}/step_{step:010d}/``, holding
+
+* ``networks/``: an Orbax checkpoint (a pure dict, as ``nnx.State.to_pure_dict`` gives it) of
+  every network variable that does not hold a PRNG key: ``nnx.Param``, ``nnx.RngCount``,
+  ``NormalizerStatistics``, ...
+* ``optimizer/``: an Orbax checkpoint of every optimizer state array, in the same form.
+* ``metadata.pkl``: a pickle of plain data (builtin containers, strings, numbers, numpy
+  arrays; the ``TrainConfig`` with its ``LoggingLevel`` flags is the only class instance):
+  the PRNG-key variables as raw key data, the rest of the ``TrainingState``
+  (``network_states``, ``env_states``, ``rng_key``, ``steps_taken``), the step and the
+  optional ``TrainConfig``.
+
+Pytrees in ``metadata.pkl`` (env states in particular, e.g. a Playground state with an
+``mjx.Data`` inside) are stored as nested ``(kind, ...)`` tuples that name dataclasses by
+``"module:qualname"`` instead of pickling them. Loading unpickles with an allow-list (numpy
+arrays, the config dataclasses, ``LoggingLevel``; nothing else can be called) and rebuilds
+dataclasses only from trusted modules (``nnx_ppo``, ``mujoco.mjx``, ``mujoco_playground``)
+or classes passed to ``register_state_class``.
+
+Writes are atomic: a checkpoint is written into a hidden temporary sibling directory and
+renamed to ``step_...`` once complete, so a crash never leaves a half-written ``step_``
+directory. Everything here runs in the host loop, outside jit.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+import importlib
+import io
+import os
+import pickle
+import shutil
+import uuid
+from typing import Any, Protocol
+
+import jax
+import jax.numpy as jnp
+import numpy as np
+import orbax.checkpoint as ocp
+from flax import nnx
+
+from nnx_ppo.algorithms.config import EvalConfig, PPOConfig, TrainConfig, VideoConfig
+from nnx_ppo.algorithms.types import TrainingState
+
+FORMAT_VERSION = 1
+"""Version of the ``metadata.pkl`` layout; ``load_checkpoint`` refuses other versions."""
+
+TRUSTED_STATE_MODULES = ("nnx_ppo", "mujoco.mjx", "mujoco_playground")
+"""Packages whose dataclasses and named tuples ``load_checkpoint`` may rebuild."""
+
+_NETWORKS, _OPTIMIZER, _METADATA = "networks", "optimizer", "metadata.pkl"
+_STATE_FIELDS = ("network_states", "env_states", "rng_key", "steps_taken")
+_PICKLE_ALLOWED = {
+    ("numpy", "dtype"),
+    ("numpy", "ndarray"),
+    ("numpy._core.numeric", "_frombuffer"),
+    ("numpy.core.numeric", "_frombuffer"),
+    ("numpy._core.multiarray", "_reconstruct"),
+    ("numpy.core.multiarray", "_reconstruct"),
+    ("numpy._core.multiarray", "scalar"),
+    ("numpy.core.multiarray", "scalar"),
+    ("nnx_ppo.algorithms.config", "TrainConfig"),
+    ("nnx_ppo.algorithms.config", "PPOConfig"),
+    ("nnx_ppo.algorithms.config", "EvalConfig"),
+    ("nnx_ppo.algorithms.config", "VideoConfig"),
+    ("nnx_ppo.algorithms.types", "LoggingLevel"),
+}
+_registered_classes: dict[str, type] = {}
+
+
+class CheckpointCallback(Protocol):
+    """Protocol for checkpoint callbacks with named parameters."""
+
+    def __call__(self, training_state: TrainingState, step: int) -> None: ...
+
+
+def make_checkpoint_fn(directory: str, config: TrainConfig | None = None) -> CheckpointCallback:
+    """Create a checkpoint callback that saves TrainingState to disk.
+
+    Each checkpoint is written to ``{directory}/step_{step:010d}/`` (see the module docstring
+    for its contents) by ``save_checkpoint``. To resume training from a checkpoint, use
+    ``load_checkpoint()``.
+
+    Args:
+        directory: Base directory under which checkpoint subdirectories are created.
+        config: Optional TrainConfig to store alongside each checkpoint, useful for
+            reproducing training runs.
+
+    Returns:
+        A callback compatible with train_ppo's checkpoint_fn parameter.
+
+    Raises:
+        ValueError: If ``config`` is neither None nor a TrainConfig.
+
+    Example:
+        >>> result = train_ppo(
+        ...     env, networks, config,
+        ...     checkpoint_fn=make_checkpoint_fn("/tmp/my_run", config=config),
+        ... )
+    """
+    if config is not None and not isinstance(config, TrainConfig):
+        raise ValueError(f"config must be a TrainConfig or None, got {type(config).__name__}")
+
+    def checkpoint_fn(training_state: TrainingState, step: int) -> None:
+        save_checkpoint(directory, training_state, step, config)
+
+    return checkpoint_fn
+
+
+def save_checkpoint(
+    directory: str, training_state: TrainingState, step: int, config: TrainConfig | None = None
+) -> str:
+    """Writes ``training_state`` to ``{directory}/step_{step:010d}/`` atomically.
+
+    The checkpoint is assembled in a hidden sibling directory and renamed into place when
+    complete. An existing checkpoint of the same step is replaced: it is first renamed to a
+    hidden name, so a crash between the two renames leaves no ``step_`` directory for that
+    step rather than a half-written one (the old copy survives under the hidden name).
+
+    Args:
+        directory: Base directory of the run; created if missing.
+        training_state: The state to save (e.g. what ``train_ppo`` hands its checkpoint_fn).
+        step: Training env steps at which the state was reached, an int >= 0.
+        config: Optional TrainConfig stored in ``metadata.pkl``.
+
+    Returns:
+        The path of the checkpoint directory.
+
+    Raises:
+        ValueError: If ``step`` is not an int >= 0.
+        TypeError: If a state pytree holds a value that cannot be checkpointed (the message
+            names its path).
+    """
+    if isinstance(step, bool) or not isinstance(step, int | np.integer) or step < 0:
+        raise ValueError(f"step must be an int >= 0, got {step!r}")
+    name = f"step_{int(step):010d}"
+    directory = os.path.abspath(os.fspath(directory))
+    os.makedirs(directory, exist_ok=True)
+    net_keys, net_arrays = nnx.state(training_state.networks, _is_key_variable, ...)
+    opt_keys, opt_arrays = nnx.state(training_state.optimizer, _is_key_variable, ...)
+    metadata = {
+        "format_version": FORMAT_VERSION,
+        "step": int(step),
+        "network_rng_keys": _encode_key_variables(net_keys),
+        "optimizer_rng_keys": _encode_key_variables(opt_keys),
+        **{k: _encode(getattr(training_state, k), k) for k in _STATE_FIELDS},
+        "config": config,
+    }
+    tmp = os.path.join(directory, f".{name}.{uuid.uuid4().hex[:8]}.tmp")
+    os.mkdir(tmp)  # hidden, and never named step_*: load_checkpoint cannot mistake it
+    try:
+        _save_arrays(os.path.join(tmp, _NETWORKS), nnx.to_pure_dict(net_arrays))
+        _save_arrays(os.path.join(tmp, _OPTIMIZER), nnx.to_pure_dict(opt_arrays))
+        _write_metadata(os.path.join(tmp, _METADATA), metadata)
+        _sync_directory(tmp)
+        final = os.path.join(directory, name)
+        _rename_into_place(tmp, final)
+    except BaseException:
+        shutil.rmtree(tmp, ignore_errors=True)
+        raise
+    return final
+
+
+def load_checkpoint(path: str, networks: Any, optimizer: nnx.Optimizer) -> dict[str, Any]:
+    """Load a checkpoint saved by make_checkpoint_fn().
+
+    The networks and optimizer arguments serve as structural templates: their architecture
+    must match the checkpoint, but their current parameter values are irrelevant and will be
+    overwritten in-place by the checkpoint values. Everything is checked before anything is
+    overwritten, so a failed load leaves the templates as they were.
+
+    Args:
+        path: Path to the step checkpoint directory, e.g. /tmp/my_run/step_0000500000.
+        networks: Network instance with the same architecture as the checkpoint. Weights are
+            updated in-place.
+        optimizer: Optimizer instance with the same structure as the checkpoint. State is
+            updated in-place.
+
+    Returns:
+        A dict with the following keys: "training_state" (the restored TrainingState, whose
+        networks and optimizer are the templates), "step" (training step at which the
+        checkpoint was saved, int) and "config" (TrainConfig if one was stored, else None).
+
+    Raises:
+        FileNotFoundError: If ``path`` is not a checkpoint directory.
+        ValueError: If the templates do not match the checkpoint (the message names the
+            differing variables and their shapes), or if ``metadata.pkl`` is malformed or
+            references anything a checkpoint never holds.
+
+    Example:
+        >>> networks = factories.make_mlp_actor_critic(...)
+        >>> training_state = ppo.new_training_state(env, networks, n_envs, seed)
+        >>> ckpt = load_checkpoint(
+        ...     "/tmp/my_run/step_0000500000",
+        ...     training_state.networks,
+        ...     training_state.optimizer,
+        ... )
+        >>> train_ppo(env, networks, config, initial_state=ckpt["training_state"])
+    """
+    path = os.path.abspath(os.fspath(path))
+    for entry in (_NETWORKS, _OPTIMIZER, _METADATA):
+        if not os.path.exists(os.path.join(path, entry)):
+            raise FileNotFoundError(f"{path} is not a checkpoint: {entry} is missing")
+    meta = _read_metadata(os.path.join(path, _METADATA))
+    net_keys, net_arrays = nnx.state(networks, _is_key_variable, ...)
+    opt_keys, opt_arrays = nnx.state(optimizer, _is_key_variable, ...)
+    # Check everything first, so that a mismatch leaves the templates untouched.
+    _check_layout(os.path.join(path, _NETWORKS), nnx.to_pure_dict(net_arrays), "network")
+    _check_layout(os.path.join(path, _OPTIMIZER), nnx.to_pure_dict(opt_arrays), "optimizer")
+    try:
+        net_key_values = _decode_key_variables(meta["network_rng_keys"], net_keys, "network")
+        opt_key_values = _decode_key_variables(meta["optimizer_rng_keys"], opt_keys, "optimizer")
+        states = {k: _decode(meta[k], k) for k in _STATE_FIELDS}
+    except (IndexError, KeyError, TypeError) as e:
+        raise ValueError(f"malformed checkpoint metadata in {path}: {e!r}") from e
+    _check_network_states(networks, states["network_states"], states["env_states"])
+
+    _restore_arrays(os.path.join(path, _NETWORKS), networks, net_arrays)
+    _restore_arrays(os.path.join(path, _OPTIMIZER), optimizer, opt_arrays)
+    _update_keys(networks, net_keys, net_key_values)
+    _update_keys(optimizer, opt_keys, opt_key_values)
+    training_state = TrainingState(networks=networks, optimizer=optimizer, **states)
+    return {"training_state": training_state, "step": meta["step"], "config": meta["config"]}
+
+
+def register_state_class(cls: type) -> type:
+    """Lets ``load_checkpoint`` rebuild ``cls`` (a dataclass or named tuple) in state pytrees.
+
+    Needed only for env or network state classes defined outside ``TRUSTED_STATE_MODULES``.
+    Usable as a class decorator.
+
+    Args:
+        cls: A module-level dataclass or named tuple class.
+
+    Returns:
+        ``cls`` itself.
+    """
+    if not (dataclasses.is_dataclass(cls) or _is_namedtuple_class(cls)):
+        raise ValueError(f"{cls!r} is neither a dataclass nor a named tuple")
+    _registered_classes[_class_name(cls)] = cls
+    return cls
+
+
+# --- Network and optimizer variables -------------------------------------------------------
+
+
+def _is_typed_key(x: Any) -> bool:
+    return isinstance(x, jax.Array) and jnp.issubdtype(x.dtype, jax.dtypes.prng_key)
+
+
+def _is_key_variable(path: Any, value: Any) -> bool:
+    """Filter: variables holding PRNG keys (``nnx.RngKey`` and any other typed-key value)."""
+    del path
+    if isinstance(value, nnx.RngKey):
+        return True
+    return isinstance(value, nnx.Variable) and _is_typed_key(value.get_value())
+
+
+def _path_str(path: tuple[Any, ...]) -> str:
+    return "/".join(str(getattr(k, "key", getattr(k, "idx", k))) for k in path)
+
+
+def _encode_key_variables(state: nnx.State) -> tuple[tuple[Any, ...], ...]:
+    entries = []
+    for path, variable in nnx.to_flat_state(state):
+        key = variable.get_value()
+        entries.append((tuple(path), _key_impl(key), np.asarray(jax.random.key_data(key))))
+    return tuple(entries)
+
+
+def _key_impl(key: jax.Array) -> str:
+    return str(jax.random.key_impl(key))
+
+
+def _decode_key_variables(entries: Any, template: nnx.State, what: str) -> dict[tuple, Any]:
+    expected = {tuple(p): v.get_value() for p, v in nnx.to_flat_state(template)}
+    stored = {}
+    for entry in _expect(entries, tuple, f"{what} key variables"):
+        path, impl, data = _expect(entry, tuple, f"{what} key variable")
+        stored[tuple(path)] = _decode(("key", impl, data), _path_str(path))
+
+    def describe(keys: dict[tuple, Any]) -> dict[str, str]:
+        return {_path_str(p): f"PRNG key {_key_impl(k)}{k.shape}" for p, k in keys.items()}
+
+    _compare(describe(stored), describe(expected), what, "checkpoint")
+    return stored
+
+
+def _update_keys(module: Any, template: nnx.State, values: dict[tuple, Any]) -> None:
+    if not values:
+        return
+    pure = nnx.to_pure_dict(template)
+    for path, value in values.items():
+        node = pure
+        for k in path[:-1]:
+            node = node[k]
+        node[path[-1]] = value
+    nnx.replace_by_pure_dict(template, pure)
+    nnx.update(module, template)
+
+
+def _save_arrays(path: str, tree: dict[str, Any]) -> None:
+    checkpointer = ocp.Checkpointer(ocp.StandardCheckpointHandler())
+    try:
+        checkpointer.save(path, tree)
+    finally:
+        checkpointer.close()
+
+
+def _layout(tree: Any) -> dict[str, str]:
+    """``{"a/b/kernel": "shape (6, 8) float32"}`` for the array leaves of ``tree``."""
+    flat, _ = jax.tree_util.tree_flatten_with_path(tree)
+    return {_path_str(p): f"shape {tuple(x.shape)} {np.dtype(x.dtype)}" for p, x in flat}
+
+
+def _check_layout(path: str, template: dict[str, Any], what: str) -> None:
+    checkpointer = ocp.Checkpointer(ocp.StandardCheckpointHandler())
+    try:
+        item = checkpointer.metadata(path).item_metadata
+    finally:
+        checkpointer.close()
+    _compare(_layout(getattr(item, "tree", item)), _layout(template), what, f"checkpoint {path}")
+
+
+def _compare(stored: dict[str, str], expected: dict[str, str], what: str, where: str) -> None:
+    """Raises ValueError naming each variable that differs, or that only one side has."""
+    problems = [f"{p} is missing in the checkpoint" for p in sorted(expected.keys() - stored)]
+    problems += [f"{p} is missing in the {what}" for p in sorted(stored.keys() - expected)]
+    problems += [
+        f"{p} has {stored[p]} in the checkpoint but {expected[p]} in the {what}"
+        for p in sorted(expected.keys() & stored.keys())
+        if stored[p] != expected[p]
+    ]
+    if problems:
+        more = f"; and {len(problems) - 8} more" if len(problems) > 8 else ""
+        raise ValueError(
+            f"{where} does not match the {what} (a different architecture?): "
+            + "; ".join(problems[:8])
+            + more
+        )
+
+
+def _restore_arrays(path: str, module: Any, template: nnx.State) -> None:
+    abstract = jax.tree.map(ocp.utils.to_shape_dtype_struct, nnx.to_pure_dict(template))
+    checkpointer = ocp.Checkpointer(ocp.StandardCheckpointHandler())
+    try:
+        restored = checkpointer.restore(path, abstract)
+    finally:
+        checkpointer.close()
+    nnx.replace_by_pure_dict(template, restored)
+    nnx.update(module, template)
+
+
+def _check_network_states(networks: Any, network_states: Any, env_states: Any) -> None:
+    leaves = jax.tree.leaves(env_states)
+    init = getattr(networks, "initialize_state", None)
+    if not leaves or init is None or not getattr(leaves[0], "shape", ()):
+        return
+    expected = jax.eval_shape(lambda: init(leaves[0].shape[0]))
+    same = jax.tree.structure(expected) == jax.tree.structure(network_states) and all(
+        a.shape == b.shape
+        for a, b in zip(jax.tree.leaves(expected), jax.tree.leaves(network_states), strict=True)
+    )
+    if not same:
+        shapes = jax.tree.map(lambda x: x.shape, (network_states, expected))
+        raise ValueError(
+            f"checkpoint network_states {shapes[0]} do not match the network's "
+            f"initialize_state {shapes[1]} (different architecture?)"
+        )
+
+
+# --- metadata.pkl: plain-data pytrees and a restricted unpickler ----------------------------
+
+
+def _write_metadata(path: str, metadata: dict[str, Any]) -> None:
+    with open(path, "wb") as f:
+        pickle.dump(metadata, f, protocol=pickle.HIGHEST_PROTOCOL)
+        f.flush()
+        os.fsync(f.fileno())
+
+
+class _RestrictedUnpickler(pickle.Unpickler):
+    """Admits only what ``save_checkpoint`` writes; any other global is refused unloaded."""
+
+    def find_class(self, module: str, name: str) -> Any:
+        if (module, name) not in _PICKLE_ALLOWED:
+            raise pickle.UnpicklingError(
+                f"refusing to load global {module}.{name}: a checkpoint never holds it "
+                "(the file is corrupt or malicious)"
+            )
+        return super().find_class(module, name)
+
+
+def _read_metadata(path: str) -> dict[str, Any]:
+    with open(path, "rb") as f:
+        data = f.read()
+    try:
+        meta = _RestrictedUnpickler(io.BytesIO(data)).load()
+    except (pickle.UnpicklingError, EOFError, ValueError, TypeError) as e:
+        raise ValueError(f"cannot load {path}: {e}") from e
+    if not isinstance(meta, dict) or meta.get("format_version") != FORMAT_VERSION:
+        found = meta.get("format_version") if isinstance(meta, dict) else type(meta).__name__
+        raise ValueError(f"{path}: unsupported checkpoint format {found!r}")
+    step, config = meta.get("step"), meta.get("config")
+    if isinstance(step, bool) or not isinstance(step, int):
+        raise ValueError(f"{path}: malformed step {step!r}")
+    if config is not None:
+        meta["config"] = _revalidated(config, path)
+    return meta
+
+
+def _revalidated(config: Any, path: str) -> TrainConfig:
+    """Rebuilds an unpickled config through its constructors, which validate every field."""
+    parts = {"ppo": PPOConfig, "eval": EvalConfig, "video": VideoConfig}
+    if not isinstance(config, TrainConfig) or not all(
+        isinstance(getattr(config, k, None), t) for k, t in parts.items()
+    ):
+        raise ValueError(f"{path}: malformed config of type {type(config).__name__}")
+    nested = {k: dataclasses.replace(getattr(config, k)) for k in parts}
+    return dataclasses.replace(config, **nested)
+
+
+def _class_name(cls: type) -> str:
+    return f"{cls.__module__}:{cls.__qualname__}"
+
+
+def _is_namedtuple_class(cls: Any) -> bool:
+    return isinstance(cls, type) and issubclass(cls, tuple) and hasattr(cls, "_fields")
+
+
+def _resolve_class(name: str) -> type:
+    """The class called ``module:qualname``, if it is registered or from a trusted module."""
+    if name in _registered_classes:
+        return _registered_classes[name]
+    module, _, qualname = name.partition(":")
+    trusted = any(module == m or module.startswith(m + ".") for m in TRUSTED_STATE_MODULES)
+    if not trusted:
+        raise ValueError(
+            f"state class {name} is not from a trusted module {TRUSTED_STATE_MODULES}; "
+            "register it with nnx_ppo.algorithms.checkpointing.register_state_class"
+        )
+    obj: Any = importlib.import_module(module)
+    for part in qualname.split("."):
+        obj = getattr(obj, part, None)
+    ok = isinstance(obj, type) and _class_name(obj) == name
+    if not (ok and (dataclasses.is_dataclass(obj) or _is_namedtuple_class(obj))):
+        raise ValueError(f"{name} is not a dataclass or named tuple class")
+    return obj
+
+
+def _checked_class_name(cls: type, path: str) -> str:
+    name = _class_name(cls)
+    try:
+        resolved = _resolve_class(name)
+    except (ValueError, ImportError) as e:
+        raise TypeError(f"cannot checkpoint {path}: {e}") from e
+    if resolved is not cls:
+        raise TypeError(f"cannot checkpoint {path}: {name} does not name its class")
+    return name
+
+
+def _encode(x: Any, path: str) -> tuple:
+    """A plain-data ``(kind, ...)`` node for the pytree ``x`` (leaves become numpy arrays)."""
+    if x is None:
+        return ("none",)
+    if _is_typed_key(x):
+        return ("key", _key_impl(x), np.asarray(jax.random.key_data(x)))
+    if isinstance(x, jax.Array):
+        return ("array", _builtin_dtype(np.asarray(x), path))
+    if isinstance(x, np.ndarray | np.generic):  # static numpy fields, as in mjx.Data
+        return ("numpy", _builtin_dtype(x, path))
+    if isinstance(x, bool | int | float | str):
+        return ("scalar", x)
+    if type(x) is dict:
+        for k in x:
+            if not isinstance(k, str | int):
+                raise TypeError(f"cannot checkpoint {path}: dict key {k!r} is not a str or int")
+        return ("dict", tuple((k, _encode(v, f"{path}/{k}")) for k, v in x.items()))
+    if _is_namedtuple_class(type(x)):
+        items = tuple(_encode(v, f"{path}/{i}") for i, v in enumerate(x))
+        return ("namedtuple", _checked_class_name(type(x), path), items)
+    if type(x) in (tuple, list):
+        return (type(x).__name__, tuple(_encode(v, f"{path}/{i}") for i, v in enumerate(x)))
+    if dataclasses.is_dataclass(x) and not isinstance(x, type):
+        name = _checked_class_name(type(x), path)
+        fields = [f.name for f in dataclasses.fields(x) if f.init]
+        return (
+            "dataclass",
+            name,
+            tuple((f, _encode(getattr(x, f), f"{path}/{f}")) for f in fields),
+        )
+    raise TypeError(f"cannot checkpoint {path}: unsupported type {type(x).__qualname__}")
+
+
+def _builtin_dtype(x: Any, path: str) -> Any:
+    """``x``, if its dtype is one of numpy's own (which the restricted unpickler admits)."""
+    if x.dtype.isbuiltin != 1:
+        raise TypeError(f"cannot checkpoint {path}: unsupported dtype {x.dtype}")
+    return x
+
+
+def _expect(value: Any, kind: type | tuple[type, ...], what: str) -> Any:
+    if not isinstance(value, kind):
+        raise ValueError(f"malformed checkpoint metadata: {what} is a {type(value).__name__}")
+    return value
+
+
+def _decode(node: Any, path: str) -> Any:
+    """Inverse of ``_encode``: jax arrays for array leaves, dataclasses rebuilt by name."""
+    if not isinstance(node, tuple) or not node:
+        raise ValueError(f"malformed checkpoint metadata at {path}")
+    kind = node[0]
+    if kind == "none":
+        return None
+    if kind in ("array", "key"):
+        data = _expect(node[-1], np.ndarray, path)
+        if data.dtype.hasobject:
+            raise ValueError(f"malformed checkpoint metadata: {path} holds objects")
+        if kind == "array":
+            return jnp.asarray(data)
+        return jax.random.wrap_key_data(jnp.asarray(data), impl=_expect(node[1], str, path))
+    if kind == "numpy":
+        value = _expect(node[1], np.ndarray | np.generic, path)
+        if value.dtype.hasobject:
+            raise ValueError(f"malformed checkpoint metadata: {path} holds objects")
+        return value
+    if kind == "scalar":
+        return _expect(node[1], bool | int | float | str, path)
+    if kind == "dict":
+        return {k: _decode(v, f"{path}/{k}") for k, v in _expect(node[1], tuple, path)}
+    if kind in ("tuple", "list"):
+        items = [_decode(v, f"{path}/{i}") for i, v in enumerate(_expect(node[1], tuple, path))]
+        return tuple(items) if kind == "tuple" else items
+    if kind == "namedtuple":
+        cls = _resolve_class(_expect(node[1], str, path))
+        items = _expect(node[2], tuple, path)
+        return cls(*(_decode(v, f"{path}/{i}") for i, v in enumerate(items)))
+    if kind == "dataclass":
+        cls = _resolve_class(_expect(node[1], str, path))
+        fields = _expect(node[2], tuple, path)
+        return cls(**{f: _decode(v, f"{path}/{f}") for f, v in fields})
+    raise ValueError(f"malformed checkpoint metadata: unknown node {kind!r} at {path}")
+
+
+# --- Atomic directory replacement -----------------------------------------------------------
+
+
+def _sync_directory(path: str) -> None:
+    fd = os.open(path, os.O_RDONLY)
+    try:
+        os.fsync(fd)
+    finally:
+        os.close(fd)
+
+
+def _rename_into_place(tmp: str, final: str) -> None:
+    """Renames ``tmp`` to ``final``, moving an existing ``final`` aside first."""
+    parent, name = os.path.split(final)
+    old = None
+    if os.path.exists(final):
+        old = os.path.join(parent, f".{name}.{uuid.uuid4().hex[:8]}.old")
+        os.rename(final, old)
+    os.rename(tmp, final)
+    _sync_directory(parent)
+    if old is not None:
+        shutil.rmtree(old, ignore_errors=True)

@@ -1,0 +1,149 @@
+"""The distillation objective: the student's action distribution against the teacher's.
+
+Both networks end in a tanh-normal sampler: an action is ``tanh(u)`` with ``u ~ N(loc,
+scale)`` (diagonal). The loss is the KL divergence ``KL(teacher || student)`` of the two
+action distributions, averaged over the ``[T, B]`` steps of a rollout. ``tanh`` is a
+bijection applied to both, and a KL divergence does not change under a bijection of both
+variables, so this is exactly the KL between the underlying normals::
+
+    KL = sum_a [log(s_s / s_t) + (s_t^2 + (m_t - m_s)^2) / (2 s_s^2) - 1/2]
+
+(``m``, ``s``: loc and scale; ``_t`` teacher, ``_s`` student). It is zero exactly when the
+two distributions agree and positive otherwise. This direction (the teacher's distribution
+first) is the expected negative log-likelihood of the teacher's actions under the student,
+up to the teacher's entropy: the student learns the teacher's mean and its spread. The mean
+error is weighted by ``1 / s_s^2``, so where the teacher is sure of itself (small scale),
+the student is held to it closely.
+
+The student's value head gets no gradient (its parameters stay as they were), and the
+network's regularization loss (for a ``PPONetwork``: the entropy bonus, which would pull the
+student's scale away from the teacher's) is not added.
+"""
+
+from __future__ import annotations
+
+from typing import Any, NamedTuple
+
+import jax
+import jax.numpy as jnp
+from flax import nnx
+
+from nnx_ppo.algorithms.rollout import tree_where
+from nnx_ppo.algorithms.types import DistillationTransition, LoggingLevel
+
+
+class StudentReplay(NamedTuple):
+    """The student's action distributions over a rollout, with its current parameters.
+
+    Attributes:
+        loc: ``[T, B, A]`` mean of the pre-tanh normal.
+        scale: ``[T, B, A]`` its standard deviation.
+    """
+
+    loc: jax.Array
+    scale: jax.Array
+
+
+def gaussian_kl(
+    teacher_loc: jax.Array,
+    teacher_scale: jax.Array,
+    student_loc: jax.Array,
+    student_scale: jax.Array,
+) -> jax.Array:
+    """``KL(N(teacher_loc, teacher_scale) || N(student_loc, student_scale))``, diagonal.
+
+    Args:
+        teacher_loc: ``[..., A]`` teacher means.
+        teacher_scale: ``[..., A]`` teacher standard deviations (positive).
+        student_loc: ``[..., A]`` student means.
+        student_scale: ``[..., A]`` student standard deviations (positive).
+
+    Returns:
+        ``[...]``: the divergence, summed over the action axis.
+    """
+    variance_ratio = jnp.square(teacher_scale) / jnp.square(student_scale)
+    mean_term = jnp.square(teacher_loc - student_loc) / (2.0 * jnp.square(student_scale))
+    per_dim = jnp.log(student_scale) - jnp.log(teacher_scale) + 0.5 * variance_ratio - 0.5
+    return jnp.sum(per_dim + mean_term, axis=-1)
+
+
+def _distribution(output: Any) -> tuple[jax.Array, jax.Array]:
+    params = output.distribution_params
+    return params["loc"], params["scale"]
+
+
+def replay_student(
+    student: nnx.Module, student_state: Any, data: DistillationTransition
+) -> StudentReplay:
+    """Runs the student over a rollout again, resetting its state where episodes ended.
+
+    The replay of ``losses._replay``, reading the distribution parameters instead of
+    log-likelihoods and values. The recorded ``student_rollout_extras`` (the raw actions)
+    are passed back, so a sampler scores them instead of drawing new ones.
+
+    Args:
+        student: The student ``StatefulModule`` (a ``PPONetwork``).
+        student_state: Its state before the rollout's first step, ``[B, ...]`` leaves.
+        data: The rollout, ``[T, B, ...]`` leaves.
+
+    Returns:
+        The student's ``[T, B, A]`` loc and scale at every step.
+    """
+    n_steps = data.done.shape[0]
+    if not jax.tree.leaves(student_state):
+        # Stateless student: one batched call over all T * B observations.
+        flat = jax.tree.map(
+            lambda x: x.reshape(-1, *x.shape[2:]), (data.obs, data.student_rollout_extras)
+        )
+        loc, scale = _distribution(student(student_state, flat[0], flat[1]).output)
+        unflatten = lambda x: x.reshape(n_steps, -1, *x.shape[1:])  # noqa: E731
+        return StudentReplay(unflatten(loc), unflatten(scale))
+
+    graphdef, module_state = nnx.split(student)
+    reset_before = jnp.concatenate([jnp.zeros_like(data.done[:1]), data.done[:-1]], axis=0)
+
+    def body(carry: tuple[Any, Any], x: tuple[Any, Any, jax.Array]) -> tuple[Any, Any]:
+        mod_state, state = carry
+        obs, extras, reset = x
+        module = nnx.merge(graphdef, mod_state)
+        state = tree_where(reset, module.reset_state(state), state)
+        out = module(state, obs, extras)
+        return (nnx.state(module), out.next_state), _distribution(out.output)
+
+    xs = (data.obs, data.student_rollout_extras, reset_before)
+    _, (loc, scale) = jax.lax.scan(body, (module_state, student_state), xs)
+    return StudentReplay(loc, scale)
+
+
+def distillation_loss(
+    student: nnx.Module,
+    student_state: Any,
+    rollout_data: DistillationTransition,
+    logging_level: LoggingLevel = LoggingLevel.LOSSES,
+) -> tuple[jax.Array, dict[str, jax.Array]]:
+    """Mean ``KL(teacher || student)`` of a ``[T, B]`` rollout (or minibatch of envs).
+
+    The student is replayed from ``student_state`` (its state before the rollout's first
+    step). The targets are ``rollout_data.teacher_rollout_extras``: a dict with the
+    teacher's ``loc``, ``scale`` and deterministic ``actions``, each ``[T, B, A]``,
+    recorded in the rollout. They are constants here (``stop_gradient``): no gradient
+    reaches the teacher.
+
+    Returns:
+        ``(loss, metrics)``: ``losses/distillation`` (the loss); with
+        ``LoggingLevel.ACTOR_EXTRA`` also ``actor/loc_error`` (mean absolute difference of
+        the means), ``actor/action_error`` (mean absolute difference between the student's
+        deterministic action ``tanh(loc)`` and the teacher's), ``actor/action_std`` and
+        ``actor/teacher_action_std`` (mean scales).
+    """
+    target = jax.lax.stop_gradient(rollout_data.teacher_rollout_extras)
+    replay = replay_student(student, student_state, rollout_data)
+    kl = gaussian_kl(target["loc"], target["scale"], replay.loc, replay.scale)  # [T, B]
+    loss = jnp.mean(kl)
+    metrics = {"losses/distillation": loss}
+    if logging_level & LoggingLevel.ACTOR_EXTRA:
+        metrics["actor/loc_error"] = jnp.mean(jnp.abs(replay.loc - target["loc"]))
+        metrics["actor/action_error"] = jnp.mean(jnp.abs(jnp.tanh(replay.loc) - target["actions"]))
+        metrics["actor/action_std"] = jnp.mean(replay.scale)
+        metrics["actor/teacher_action_std"] = jnp.mean(target["scale"])
+    return loss, metrics

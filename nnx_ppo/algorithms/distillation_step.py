@@ -1,0 +1,259 @@
+"""One distillation iteration as a pure function, its rollout, and the state it starts from.
+
+The student acts (sampling from its policy, so that it is trained on the states it visits
+itself, as in DAgger); the teacher, a deterministic copy in eval mode, is run on the same
+observations and its action distribution is recorded as the target. Both keep recurrent
+state, and both states are reset exactly where an episode ends.
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+import jax
+import jax.numpy as jnp
+import optax
+from flax import nnx
+
+from nnx_ppo.algorithms.distillation_losses import distillation_loss
+from nnx_ppo.algorithms.metrics import compute_metrics, log_weight_stats
+from nnx_ppo.algorithms.rollout import _reset_done, _truncated, tree_where
+from nnx_ppo.algorithms.step import _minibatches, new_training_state
+from nnx_ppo.algorithms.types import (
+    DistillationState,
+    DistillationTransition,
+    LoggingLevel,
+    RLEnv,
+    Transition,
+)
+from nnx_ppo.networks.actor_critic import update_statistics
+from nnx_ppo.networks.types import StatefulOutput
+
+
+def eval_copy(module: nnx.Module) -> nnx.Module:
+    """A copy of ``module`` in eval mode (deterministic sampler); ``module`` is unchanged."""
+    graphdef, state = nnx.split(module)
+    copy = nnx.merge(graphdef, state)
+    copy.eval()
+    return copy
+
+
+def new_distillation_state(
+    env: RLEnv,
+    student: nnx.Module,
+    teacher: nnx.Module,
+    n_envs: int,
+    seed: int,
+    learning_rate: float = 0.0001,
+    gradient_clipping: float | None = None,
+    weight_decay: float | None = None,
+) -> DistillationState:
+    """A fresh ``DistillationState``: reset envs, initial student and teacher states, a new
+    optimizer over the student's ``nnx.Param`` variables.
+
+    Envs start as in ``new_training_state`` (staggered time limits).
+    """
+    ts = new_training_state(
+        env, student, n_envs, seed, learning_rate, gradient_clipping, weight_decay
+    )
+    return DistillationState(
+        student=ts.networks,
+        student_states=ts.network_states,
+        teacher_states=teacher.initialize_state(n_envs),
+        env_states=ts.env_states,
+        optimizer=ts.optimizer,
+        rng_key=ts.rng_key,
+        steps_taken=ts.steps_taken,
+    )
+
+
+def _act(module: nnx.Module, state: Any, obs: Any) -> StatefulOutput:
+    act = getattr(module, "act", None)  # PPONetwork skips work that acting does not need
+    return act(state, obs) if act else module(state, obs)
+
+
+def distillation_transition(
+    env: RLEnv,
+    student: nnx.Module,
+    teacher: nnx.Module,
+    carry: tuple[Any, Any, Any],
+    rng_key_for_env_reset: jax.Array,
+) -> tuple[tuple[Any, Any, Any], DistillationTransition]:
+    """One batched env step driven by the student, with the teacher's target recorded.
+
+    Args:
+        env: The (single, unbatched) env; it is vmapped here.
+        student: The student; its sampled actions step the env.
+        teacher: The teacher, already in eval mode (see ``eval_copy``).
+        carry: ``(env_state, student_state, teacher_state)``, ``[B, ...]`` leaves.
+        rng_key_for_env_reset: Key for the resets of this step.
+
+    Returns:
+        The next carry (envs and both network states reset where an episode ended) and the
+        step's ``DistillationTransition`` (``[B]`` leading axes). Its
+        ``teacher_rollout_extras`` is ``{"loc", "scale", "actions"}``, each ``[B, A]``: the
+        teacher's distribution parameters and its deterministic action.
+    """
+    env_state, student_state, teacher_state = carry
+    student_out = _act(student, student_state, env_state.obs)
+    teacher_out = _act(teacher, teacher_state, env_state.obs)
+    stepped = jax.vmap(env.step)(env_state, student_out.output.actions)
+    done = stepped.done > 0.5
+    target = {
+        "loc": teacher_out.output.distribution_params["loc"],
+        "scale": teacher_out.output.distribution_params["scale"],
+        "actions": teacher_out.output.actions,
+    }
+    transition = DistillationTransition(
+        obs=env_state.obs,
+        student_output=student_out.output,
+        rewards=stepped.reward,
+        done=done,
+        truncated=_truncated(stepped, done),
+        next_obs=stepped.obs,
+        metrics=stepped.metrics,
+        student_rollout_extras=student_out.rollout_extras,
+        teacher_rollout_extras=jax.lax.stop_gradient(target),
+    )
+    next_env_state = _reset_done(env, stepped, done, rng_key_for_env_reset)
+    reset = lambda module, s: tree_where(done, module.reset_state(s), s)  # noqa: E731
+    next_carry = (
+        next_env_state,
+        reset(student, student_out.next_state),
+        reset(teacher, teacher_out.next_state),
+    )
+    return next_carry, transition
+
+
+def unroll_distillation(
+    env: RLEnv,
+    env_state: Any,
+    student: nnx.Module,
+    student_state: Any,
+    teacher: nnx.Module,
+    teacher_state: Any,
+    unroll_length: int,
+    rng_key_for_env_reset: jax.Array,
+) -> tuple[Any, Any, Any, DistillationTransition]:
+    """Runs ``unroll_length`` batched steps of ``distillation_transition``.
+
+    The student's variables (its sampler's random counter) advance; the teacher's are left
+    as they were (whatever its calls change is discarded).
+
+    Returns:
+        ``(env_state, student_state, teacher_state, transitions)``; ``transitions`` leaves
+        are ``[T, B, ...]`` (time-major).
+    """
+    student_graphdef, student_vars = nnx.split(student)
+    teacher_graphdef, teacher_vars = nnx.split(teacher)
+    keys = jax.random.split(rng_key_for_env_reset, unroll_length)
+
+    def body(carry: tuple[Any, ...], key: jax.Array) -> tuple[tuple[Any, ...], Any]:
+        s_vars, t_vars, states = carry
+        s_module = nnx.merge(student_graphdef, s_vars)
+        t_module = nnx.merge(teacher_graphdef, t_vars)
+        states, transition = distillation_transition(env, s_module, t_module, states, key)
+        return (nnx.state(s_module), nnx.state(t_module), states), transition
+
+    init = (student_vars, teacher_vars, (env_state, student_state, teacher_state))
+    (student_vars, _, states), transitions = jax.lax.scan(body, init, keys)
+    nnx.update(student, student_vars)
+    return (*states, transitions)
+
+
+def distillation_step(
+    env: RLEnv,
+    teacher: nnx.Module,
+    state: DistillationState,
+    n_envs: int,
+    rollout_length: int,
+    n_epochs: int,
+    n_minibatches: int,
+    logging_level: LoggingLevel = LoggingLevel.LOSSES,
+    logging_percentiles: tuple[int, ...] | None = None,
+) -> tuple[DistillationState, dict[str, jax.Array]]:
+    """One iteration: a student-driven rollout, ``n_epochs x n_minibatches`` updates of the
+    student on ``distillation_loss``, then the student's normalizer update.
+
+    Pure apart from the student module in ``state`` (traceable; ``train_distillation`` jits
+    it). The teacher runs as an eval-mode copy and is never updated: the optimizer only
+    knows the student, and the teacher's targets enter the loss as constants. Minibatches
+    split the env axis, so each keeps whole ``[T]`` sequences for the recurrent replay.
+
+    Returns:
+        The next ``DistillationState`` and this step's scalar metrics.
+    """
+    key_unroll, key_sgd, key_next = jax.random.split(state.rng_key, 3)
+    student = state.student
+    start_states = state.student_states
+    env_states, student_states, teacher_states, rollout = unroll_distillation(
+        env,
+        state.env_states,
+        student,
+        start_states,
+        eval_copy(teacher),
+        state.teacher_states,
+        rollout_length,
+        key_unroll,
+    )
+
+    graphdef, params, rest = nnx.split(student, nnx.Param, ...)
+    opt_graphdef, opt_state = nnx.split(state.optimizer)
+
+    def loss_fn(p: nnx.State, batch: tuple[Any, DistillationTransition]) -> tuple[Any, dict]:
+        module = nnx.merge(graphdef, p, rest)
+        return distillation_loss(module, batch[0], batch[1], logging_level)
+
+    grad_fn = jax.value_and_grad(loss_fn, has_aux=True)
+
+    def sgd_step(carry: Any, batch: tuple[Any, DistillationTransition]) -> tuple[Any, dict]:
+        p, o_state = carry
+        (_, metrics), grads = grad_fn(p, batch)
+        optimizer = nnx.merge(opt_graphdef, o_state)
+        module = nnx.merge(graphdef, p, rest)
+        optimizer.update(module, grads)
+        if logging_level & LoggingLevel.GRAD_NORM:
+            metrics["optimizer/grad_norm"] = optax.global_norm(grads)
+        return (nnx.state(module, nnx.Param), nnx.state(optimizer)), metrics
+
+    def epoch(carry: Any, key: jax.Array) -> tuple[Any, dict]:
+        batches = (
+            _minibatches(start_states, key, n_envs, n_minibatches, axis=0),
+            _minibatches(rollout, key, n_envs, n_minibatches, axis=1),
+        )
+        return jax.lax.scan(sgd_step, carry, batches)
+
+    (params, opt_state), loss_metrics = jax.lax.scan(
+        epoch, (params, opt_state), jax.random.split(key_sgd, n_epochs)
+    )
+    nnx.update(student, params)
+    nnx.update(state.optimizer, opt_state)
+    update_statistics(student, rollout.obs)
+
+    loss_metrics = jax.tree.map(jnp.mean, loss_metrics)
+    metrics = compute_metrics(loss_metrics, _as_transition(rollout), logging_level, logging_percentiles)
+    if logging_level & LoggingLevel.WEIGHTS:
+        log_weight_stats(metrics, student, logging_percentiles)
+    new_state = state.replace(
+        student_states=student_states,
+        teacher_states=teacher_states,
+        env_states=env_states,
+        rng_key=key_next,
+        steps_taken=state.steps_taken
+        + jnp.asarray(n_envs * rollout_length).astype(state.steps_taken.dtype),
+    )
+    return new_state, metrics
+
+
+def _as_transition(rollout: DistillationTransition) -> Transition:
+    """The student's side of the rollout, in the form ``compute_metrics`` reads."""
+    return Transition(
+        obs=rollout.obs,
+        network_output=rollout.student_output,
+        rewards=rollout.rewards,
+        done=rollout.done,
+        truncated=rollout.truncated,
+        next_obs=rollout.next_obs,
+        metrics=rollout.metrics,
+        rollout_extras=rollout.student_rollout_extras,
+    )

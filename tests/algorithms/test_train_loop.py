@@ -1,0 +1,299 @@
+"""The ``train_ppo`` host loop: logging, overrides, eval and checkpoint schedules, resuming.
+
+Compile time dominates here, so every run uses one tiny configuration (``CONFIG``) and
+varies only what does not change the compiled functions (total steps, seed, schedules).
+Each run has at least 32 PPO iterations, so the jitted chunk always has the maximum length
+(``MAX_ITERATIONS_PER_CALL``): the chunk length is ``min(32, iterations)`` and part of the
+compiled shapes, so one compilation serves every run.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+import math
+from typing import Any
+
+import jax
+import jax.numpy as jnp
+import numpy as np
+import pytest
+from flax import nnx
+
+from nnx_ppo import envs
+from nnx_ppo.algorithms.config import EvalConfig, PPOConfig, TrainConfig, TrainResult
+from nnx_ppo.algorithms.step import new_training_state
+from nnx_ppo.algorithms.training import MAX_ITERATIONS_PER_CALL, train_ppo
+from nnx_ppo.algorithms.types import TrainingState
+from nnx_ppo.networks.factories import make_mlp_actor_critic
+from nnx_ppo.networks.normalizer import NormalizerStatistics
+
+ENV = envs.load("PointReach", {"episode_length": 20})
+N_ENVS, ROLLOUT = 8, 4
+PER_ITERATION = N_ENVS * ROLLOUT  # 32 env steps per PPO iteration
+N_EPOCHS, N_MINIBATCHES = 1, 2
+TOTAL = 1056  # 33 iterations: 1056 = 33 * 32
+EVAL_EVERY, CHECKPOINT_EVERY = 100, 300
+CONFIG = TrainConfig(
+    ppo=PPOConfig(
+        n_envs=N_ENVS,
+        rollout_length=ROLLOUT,
+        total_steps=TOTAL,
+        n_epochs=N_EPOCHS,
+        n_minibatches=N_MINIBATCHES,
+    ),
+    eval=EvalConfig(every_steps=EVAL_EVERY, n_envs=4, max_episode_length=30),
+    checkpoint_every_steps=CHECKPOINT_EVERY,
+    seed=17,
+)
+LOSS_KEYS = ("losses/total", "losses/actor", "losses/critic", "losses/regularization")
+
+
+def make_networks():
+    return make_mlp_actor_critic(
+        ENV.observation_size,
+        ENV.action_size,
+        rngs=nnx.Rngs(0),
+        actor_hidden_sizes=(8,),
+        critic_hidden_sizes=(8,),
+    )
+
+
+def params_of(networks) -> Any:
+    return jax.tree.map(np.array, nnx.state(networks, nnx.Param))
+
+
+@dataclasses.dataclass
+class Run:
+    """A finished ``train_ppo`` call and everything its callbacks received."""
+
+    networks: Any
+    result: TrainResult
+    logs: list[tuple[int, dict[str, float]]]
+    checkpoints: list[tuple[int, TrainingState, Any]]  # (step, state, params at that step)
+
+    @property
+    def steps(self) -> list[int]:
+        return [step for step, _ in self.logs]
+
+    def losses(self, key: str = "losses/total") -> np.ndarray:
+        return np.array([metrics[key] for _, metrics in self.logs])
+
+
+def train(networks=None, config: TrainConfig = CONFIG, checkpoints: bool = False, **kwargs) -> Run:
+    networks = make_networks() if networks is None else networks
+    logs: list[tuple[int, dict[str, float]]] = []
+    saved: list[tuple[int, TrainingState, Any]] = []
+
+    def log_fn(metrics: dict[str, float], step: int) -> None:
+        logs.append((step, dict(metrics)))
+
+    def checkpoint_fn(state: TrainingState, step: int) -> None:
+        saved.append((step, state, params_of(state.networks)))
+
+    result = train_ppo(
+        ENV,
+        networks,
+        config,
+        log_fn=log_fn,
+        checkpoint_fn=checkpoint_fn if checkpoints else None,
+        **kwargs,
+    )
+    return Run(networks, result, logs, saved)
+
+
+def first_steps_passing(every: int, start: int, end: int) -> list[int]:
+    """Iteration end-steps (a plain loop) at which ``start + k * PER_ITERATION`` first
+    reaches or passes a multiple of ``every``, up to ``end``, plus ``end`` itself."""
+    hits, step = [], start
+    while step < end:
+        before, step = step, step + PER_ITERATION
+        if step // every > before // every or step >= end:
+            hits.append(step)
+    return hits
+
+
+@pytest.fixture(scope="module")
+def standard() -> tuple[Run, Any]:
+    """The CONFIG run with checkpoints, and the networks' parameters before training."""
+    networks = make_networks()
+    initial = params_of(networks)
+    return train(networks, checkpoints=True), initial
+
+
+def test_every_run_fills_the_maximum_chunk():
+    # Guards the premise of the module docstring: 32 iterations, the smallest run here.
+    assert MAX_ITERATIONS_PER_CALL == 32
+    assert math.ceil(1000 / PER_ITERATION) >= MAX_ITERATIONS_PER_CALL
+
+
+def test_log_fn_called_once_per_iteration_with_loss_metrics(standard):
+    run, _ = standard
+    # 33 iterations, logged at 32, 64, ..., 1056.
+    assert run.steps == [PER_ITERATION * k for k in range(1, 34)]
+    for _, metrics in run.logs:
+        for key in LOSS_KEYS:
+            assert math.isfinite(metrics[key]), key
+    assert len(set(run.losses())) > 1  # a real metric per iteration, not one repeated value
+    assert run.result.total_steps == TOTAL
+    assert run.result.total_iterations == 33
+    assert run.result.final_metrics == run.logs[-1][1]
+    assert float(run.result.training_state.steps_taken) == TOTAL
+
+
+def test_total_steps_and_seed_overrides_are_honoured(standard):
+    reference, _ = standard
+    # The config says seed 5; the overrides say seed 17 (the reference's) and 1000 steps.
+    config = dataclasses.replace(CONFIG, seed=5)
+    run = train(config=config, seed=17, total_steps=1000)
+    # ceil(1000 / 32) = 32 iterations -> 1024 steps: past 1000 by 24, less than one iteration.
+    assert run.result.total_steps == 1024
+    assert run.result.total_iterations == 32
+    assert run.steps[-1] == 1024 and len(run.logs) == 32
+    assert 0 <= run.result.total_steps - 1000 < PER_ITERATION
+    # Same seed, same trajectory: the 32 iterations equal the reference's first 32.
+    for key in LOSS_KEYS:
+        np.testing.assert_allclose(run.losses(key), reference.losses(key)[:32], rtol=1e-5)
+
+
+def test_different_seed_gives_different_metrics(standard):
+    reference, _ = standard
+    run = train(seed=18, total_steps=1000)
+    assert run.result.total_steps == 1024
+    assert not np.allclose(run.losses(), reference.losses()[:32])
+
+
+def test_evaluations_run_at_first_iteration_past_each_multiple_and_at_the_end(standard):
+    run, _ = standard
+    # Multiples of 100 are first reached at ceil(m / 32) * 32: 100 -> 128, 200 -> 224,
+    # 300 -> 320, 400 -> 416, 500 -> 512, 600 -> 608, 700 -> 704, 800 -> 800, 900 -> 928,
+    # 1000 -> 1024; then the end, 1056.
+    expected = [128, 224, 320, 416, 512, 608, 704, 800, 928, 1024, 1056]
+    assert first_steps_passing(EVAL_EVERY, 0, TOTAL) == expected
+    assert [entry["step"] for entry in run.result.eval_history] == expected
+    logged = [step for step, metrics in run.logs if "eval/episode_reward" in metrics]
+    assert logged == expected
+    by_step = dict(run.logs)
+    for entry in run.result.eval_history:
+        metrics = by_step[entry["step"]]
+        assert metrics["eval/episode_reward"] == entry["eval/episode_reward"]
+        # PointReach never terminates: every eval episode runs to the 20-step time limit.
+        assert entry["eval/episode_length"] == 20
+        # Reward is exp(-distance / 0.25) in (0, 1] per step, so 20 steps give (0, 20].
+        assert 0 < entry["eval/episode_reward"] <= 20
+        for q in (0, 25, 50, 75, 100):
+            assert f"eval/episode_reward_p{q}" in metrics
+
+
+def test_eval_disabled_logs_no_eval_metrics_and_leaves_training_alone(standard):
+    reference, _ = standard
+    config = dataclasses.replace(CONFIG, eval=dataclasses.replace(CONFIG.eval, enabled=False))
+    run = train(config=config)
+    assert run.result.eval_history == []
+    assert run.steps == reference.steps
+    assert not any(key.startswith("eval/") for _, m in run.logs for key in m)
+    # Evaluation acts on a copy with its own key: training is the same with or without it.
+    np.testing.assert_allclose(run.losses(), reference.losses(), rtol=1e-5)
+
+
+def test_eval_env_is_used_for_evaluation(standard):
+    reference, _ = standard
+    short = envs.load("PointReach", {"episode_length": 7})
+    run = train(eval_env=short)
+    lengths = [entry["eval/episode_length"] for entry in run.result.eval_history]
+    assert lengths == [7] * len(reference.result.eval_history)  # not the training env's 20
+    for entry in run.result.eval_history:
+        assert 0 < entry["eval/episode_reward"] <= 7  # at most 1 per step
+    np.testing.assert_allclose(run.losses(), reference.losses(), rtol=1e-5)
+
+
+def test_checkpoints_at_multiples_and_at_the_end(standard):
+    run, _ = standard
+    # First iterations past 300, 600, 900: 10 * 32 = 320, 19 * 32 = 608, 29 * 32 = 928;
+    # then the end, 1056.
+    expected = [320, 608, 928, 1056]
+    assert first_steps_passing(CHECKPOINT_EVERY, 0, TOTAL) == expected
+    assert [step for step, _, _ in run.checkpoints] == expected
+    for step, state, _ in run.checkpoints:
+        assert isinstance(state, TrainingState)
+        assert float(state.steps_taken) == step
+
+
+def test_checkpoint_states_are_snapshots_that_stay_usable(standard):
+    run, _ = standard
+    (_, first, first_params), *_, (_, _, last_params) = run.checkpoints
+    # The first snapshot still holds the parameters of step 320, not the final ones.
+    now = params_of(first.networks)
+    jax.tree.map(np.testing.assert_array_equal, now, first_params)
+    assert not all(jax.tree.leaves(jax.tree.map(np.array_equal, first_params, last_params)))
+    # Its buffers were not donated to later iterations: it can still act.
+    obs = jnp.zeros((3, ENV.observation_size), jnp.float32)
+    out = first.networks(first.networks.initialize_state(3), obs).output
+    assert np.all(np.isfinite(np.asarray(out.value_estimates)))
+    # The final checkpoint holds what training returned.
+    jax.tree.map(np.testing.assert_array_equal, params_of(run.networks), last_params)
+
+
+def test_networks_passed_in_hold_trained_parameters_and_stay_usable(standard):
+    run, initial = standard
+    networks = run.networks
+    assert run.result.training_state.networks is networks
+    trained = params_of(networks)
+    assert not all(jax.tree.leaves(jax.tree.map(np.array_equal, trained, initial)))
+    # The normalizer merged every rollout observation: 33 iterations * 8 envs * 4 steps.
+    stats = nnx.state(networks, NormalizerStatistics)
+    assert float(stats["normalizer"]["count"][...]) == 33 * N_ENVS * ROLLOUT
+    # The optimizer took n_epochs * n_minibatches = 2 steps per iteration: 66 in all.
+    assert int(run.result.training_state.optimizer.step[...]) == 33 * N_EPOCHS * N_MINIBATCHES
+    obs = jnp.ones((3, ENV.observation_size), jnp.float32)
+    out = networks(networks.initialize_state(3), obs).output
+    assert out.actions.shape == (3, ENV.action_size)
+    assert np.all(np.isfinite(np.asarray(out.value_estimates)))
+
+
+def test_resuming_continues_where_training_stopped(standard):
+    reference, _ = standard
+    networks = make_networks()
+    first = train(networks, total_steps=1024)
+    assert first.result.total_iterations == 32
+    second = train(networks, initial_state=first.result.training_state, total_steps=2048)
+    # Resumed at 1024: the remaining (2048 - 1024) / 32 = 32 iterations, logged at
+    # 1056, 1088, ..., 2048.
+    assert second.steps == [1024 + PER_ITERATION * k for k in range(1, 33)]
+    assert second.result.total_steps == 2048
+    assert second.result.total_iterations == 32
+    assert float(second.result.training_state.steps_taken) == 2048
+    # The eval schedule counts absolute steps: 1100 -> 1120, ..., 2000 -> 2016, end 2048.
+    eval_steps = [entry["step"] for entry in second.result.eval_history]
+    assert eval_steps == first_steps_passing(EVAL_EVERY, 1024, 2048)
+    assert eval_steps[0] == 1120 and eval_steps[-1] == 2048
+    # Training itself continues exactly: iteration 33 of the resumed run is iteration 33 of
+    # the uninterrupted reference run.
+    resumed = np.concatenate([first.losses(), second.losses()[:1]])
+    np.testing.assert_allclose(resumed, reference.losses(), rtol=1e-5)
+    assert second.result.training_state.networks is networks
+
+
+def test_initial_state_with_other_env_count_is_rejected():
+    networks = make_networks()
+    state = new_training_state(ENV, networks, 4, seed=0)  # 4 envs, the config says 8
+    with pytest.raises(ValueError, match="n_envs"):
+        train_ppo(ENV, networks, CONFIG, initial_state=state)
+
+
+def test_steps_taken_stays_exact_for_long_runs():
+    networks = make_networks()
+    start = 2**29
+    state = new_training_state(ENV, networks, N_ENVS, seed=0)
+    state = state.replace(steps_taken=jnp.asarray(start, state.steps_taken.dtype))
+    config = dataclasses.replace(CONFIG, eval=dataclasses.replace(CONFIG.eval, enabled=False))
+    run = train(
+        networks,
+        config=config,
+        checkpoints=True,
+        initial_state=state,
+        total_steps=start + 32 * PER_ITERATION,
+    )
+    assert run.result.total_steps == start + 32 * PER_ITERATION
+    for step, saved, _ in run.checkpoints:
+        assert int(saved.steps_taken) == step
+    assert int(run.result.training_state.steps_taken) == run.result.total_steps
