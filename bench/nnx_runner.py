@@ -62,6 +62,8 @@ from nnx_ppo.algorithms import config as C
 from nnx_ppo.algorithms import ppo
 from nnx_ppo.networks import factories
 
+NNX_ONLY_KEYS = ("anneal_learning_rate",)
+"""Settings only nnx-ppo understands (Brax's runner rejects them)."""
 SPS_KEY = "throughput/env_steps_per_second"
 """The metric ``train_ppo`` adds to the last iteration of each jitted call."""
 EVAL_KEY = "eval/episode_reward"
@@ -173,7 +175,8 @@ def nnx_settings(settings: Mapping[str, Any]) -> BraxPPOSettings:
         ValueError: On invalid settings (see :class:`BraxPPOSettings`), or settings that
             nnx-ppo has no equivalent for (see the module docstring).
     """
-    cfg = BraxPPOSettings.from_mapping(settings)
+    brax_keys = {k: v for k, v in settings.items() if k not in NNX_ONLY_KEYS}
+    cfg = BraxPPOSettings.from_mapping(brax_keys)
     if cfg.resolved_batch_size * cfg.n_minibatches != cfg.n_envs:
         raise ValueError(
             f"batch_size ({cfg.batch_size}) * n_minibatches ({cfg.n_minibatches}) must equal "
@@ -189,8 +192,12 @@ def nnx_settings(settings: Mapping[str, Any]) -> BraxPPOSettings:
     return cfg
 
 
-def train_config(cfg: BraxPPOSettings) -> C.TrainConfig:
-    """The ``TrainConfig`` equal to ``cfg`` (see the module docstring for the mapping)."""
+def train_config(cfg: BraxPPOSettings, anneal_learning_rate: bool = False) -> C.TrainConfig:
+    """The ``TrainConfig`` equal to ``cfg`` (see the module docstring for the mapping).
+
+    ``anneal_learning_rate`` (an nnx-ppo-only setting) decays the learning rate linearly to
+    zero at ``total_steps``.
+    """
     ppo = C.PPOConfig(
         n_envs=cfg.n_envs,
         rollout_length=cfg.rollout_length,
@@ -204,6 +211,7 @@ def train_config(cfg: BraxPPOSettings) -> C.TrainConfig:
         critic_loss_weight=cfg.vf_loss_coefficient,
         gradient_clipping=cfg.max_grad_norm,
         logging_level=C.LoggingLevel.LOSSES | C.LoggingLevel.THROUGHPUT,
+        anneal_learning_rate=anneal_learning_rate,
     )
     evaluation = C.EvalConfig(
         every_steps=cfg.total_steps // (cfg.num_evals - 1),
@@ -252,7 +260,7 @@ def run_nnx_ppo(settings: Mapping[str, Any]) -> dict[str, Any]:
         * ``final_eval_reward``: the last curve point's ``eval_reward``.
     """
     cfg = nnx_settings(settings)
-    config = train_config(cfg)
+    config = train_config(cfg, bool(settings.get("anneal_learning_rate", False)))
     cache_dir = enable_compilation_cache()
     cache_files_before = count_files(cache_dir)
     env = envs.load(cfg.env, {"impl": cfg.physics_impl, "episode_length": cfg.episode_length})

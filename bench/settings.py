@@ -79,12 +79,22 @@ PLAYGROUND_LIKE: Mapping[str, Any] = MappingProxyType(
 
 NNX_CARTPOLE: Mapping[str, Any] = MappingProxyType(
     {
-        # Placeholder, to be tuned by the library owner: SPEED's settings, trained for 20M env
-        # steps with an evaluation every 500k (num_evals - 1 = 40 intervals). nnx-ppo needs
-        # reward_scaling 1 and batch_size * n_minibatches == n_envs (see bench.nnx_runner).
+        # nnx_ppo.presets.PRESETS["CartpoleBalance"], expressed in these settings' terms.
         **SPEED,
-        "total_steps": 20_000_000,
+        "n_envs": 512,
+        "rollout_length": 32,
+        "n_minibatches": 8,
+        "batch_size": 64,
+        "n_epochs": 4,
+        "policy_hidden": (32, 32),
+        "value_hidden": (64, 64),
+        "learning_rate": 1e-3,
+        "discounting": 0.995,
+        "entropy_cost": 1e-2,
+        "anneal_learning_rate": True,
+        "total_steps": 10_000_000,
         "num_evals": 41,
+        "num_eval_envs": 64,
     }
 )
 """Learning preset for nnx-ppo on CartpoleBalance: the defaults we ship for it."""

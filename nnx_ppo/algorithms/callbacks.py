@@ -1,7 +1,7 @@
 """Ready-made callbacks for ``train_ppo``.
 
 Weights & Biases is optional (``pip install nnx-ppo[wandb]``): it is imported when a
-callback runs, not when this module is imported.
+callback is created, not when this module is imported.
 """
 
 from __future__ import annotations
@@ -42,7 +42,7 @@ def wandb_video_fn(key: str = "eval_video", fps: int = 30) -> Callable[[VideoDat
         A callback function compatible with train_ppo's video_fn parameter.
 
     Raises:
-        ImportError: When the callback runs and ``wandb`` is not installed.
+        ImportError: If ``wandb`` is not installed (raised here, before any training).
         RuntimeError: When the callback runs outside a wandb run (call ``wandb.init`` first).
 
     Example:
@@ -51,9 +51,9 @@ def wandb_video_fn(key: str = "eval_video", fps: int = 30) -> Callable[[VideoDat
         ...     video_fn=wandb_video_fn(fps=50),
         ... )
     """
+    wandb = _import_wandb()
 
     def log_video(video: VideoData) -> None:
-        wandb = _import_wandb()
         if wandb.run is None:
             raise RuntimeError("wandb_video_fn: no active wandb run; call wandb.init() first")
         with tempfile.TemporaryDirectory() as folder:

@@ -26,48 +26,33 @@ directory. Everything here runs in the host loop, outside jit.
 
 from __future__ import annotations
 
-import dataclasses
-import importlib
-import io
 import os
-import pickle
 import shutil
 import uuid
 from typing import Any, Protocol
 
 import jax
-import jax.numpy as jnp
 import numpy as np
 import orbax.checkpoint as ocp
 from flax import nnx
 
-from nnx_ppo.algorithms.config import EvalConfig, PPOConfig, TrainConfig, VideoConfig
+from nnx_ppo.algorithms.checkpoint_metadata import (
+    FORMAT_VERSION,
+    decode,
+    encode,
+    expect,
+    is_typed_key,
+    key_impl,
+    read_metadata,
+    write_metadata,
+)
+from nnx_ppo.algorithms.checkpoint_metadata import TRUSTED_STATE_MODULES as TRUSTED_STATE_MODULES
+from nnx_ppo.algorithms.checkpoint_metadata import register_state_class as register_state_class
+from nnx_ppo.algorithms.config import TrainConfig
 from nnx_ppo.algorithms.types import TrainingState
-
-FORMAT_VERSION = 1
-"""Version of the ``metadata.pkl`` layout; ``load_checkpoint`` refuses other versions."""
-
-TRUSTED_STATE_MODULES = ("nnx_ppo", "mujoco.mjx", "mujoco_playground")
-"""Packages whose dataclasses and named tuples ``load_checkpoint`` may rebuild."""
 
 _NETWORKS, _OPTIMIZER, _METADATA = "networks", "optimizer", "metadata.pkl"
 _STATE_FIELDS = ("network_states", "env_states", "rng_key", "steps_taken")
-_PICKLE_ALLOWED = {
-    ("numpy", "dtype"),
-    ("numpy", "ndarray"),
-    ("numpy._core.numeric", "_frombuffer"),
-    ("numpy.core.numeric", "_frombuffer"),
-    ("numpy._core.multiarray", "_reconstruct"),
-    ("numpy.core.multiarray", "_reconstruct"),
-    ("numpy._core.multiarray", "scalar"),
-    ("numpy.core.multiarray", "scalar"),
-    ("nnx_ppo.algorithms.config", "TrainConfig"),
-    ("nnx_ppo.algorithms.config", "PPOConfig"),
-    ("nnx_ppo.algorithms.config", "EvalConfig"),
-    ("nnx_ppo.algorithms.config", "VideoConfig"),
-    ("nnx_ppo.algorithms.types", "LoggingLevel"),
-}
-_registered_classes: dict[str, type] = {}
 
 
 class CheckpointCallback(Protocol):
@@ -145,7 +130,7 @@ def save_checkpoint(
         "step": int(step),
         "network_rng_keys": _encode_key_variables(net_keys),
         "optimizer_rng_keys": _encode_key_variables(opt_keys),
-        **{k: _encode(getattr(training_state, k), k) for k in _STATE_FIELDS},
+        **{k: encode(getattr(training_state, k), k) for k in _STATE_FIELDS},
         "config": config,
     }
     tmp = os.path.join(directory, f".{name}.{uuid.uuid4().hex[:8]}.tmp")
@@ -153,7 +138,7 @@ def save_checkpoint(
     try:
         _save_arrays(os.path.join(tmp, _NETWORKS), nnx.to_pure_dict(net_arrays))
         _save_arrays(os.path.join(tmp, _OPTIMIZER), nnx.to_pure_dict(opt_arrays))
-        _write_metadata(os.path.join(tmp, _METADATA), metadata)
+        write_metadata(os.path.join(tmp, _METADATA), metadata)
         _sync_directory(tmp)
         final = os.path.join(directory, name)
         _rename_into_place(tmp, final)
@@ -203,7 +188,7 @@ def load_checkpoint(path: str, networks: Any, optimizer: nnx.Optimizer) -> dict[
     for entry in (_NETWORKS, _OPTIMIZER, _METADATA):
         if not os.path.exists(os.path.join(path, entry)):
             raise FileNotFoundError(f"{path} is not a checkpoint: {entry} is missing")
-    meta = _read_metadata(os.path.join(path, _METADATA))
+    meta = read_metadata(os.path.join(path, _METADATA))
     net_keys, net_arrays = nnx.state(networks, _is_key_variable, ...)
     opt_keys, opt_arrays = nnx.state(optimizer, _is_key_variable, ...)
     # Check everything first, so that a mismatch leaves the templates untouched.
@@ -212,7 +197,7 @@ def load_checkpoint(path: str, networks: Any, optimizer: nnx.Optimizer) -> dict[
     try:
         net_key_values = _decode_key_variables(meta["network_rng_keys"], net_keys, "network")
         opt_key_values = _decode_key_variables(meta["optimizer_rng_keys"], opt_keys, "optimizer")
-        states = {k: _decode(meta[k], k) for k in _STATE_FIELDS}
+        states = {k: decode(meta[k], k) for k in _STATE_FIELDS}
     except (IndexError, KeyError, TypeError) as e:
         raise ValueError(f"malformed checkpoint metadata in {path}: {e!r}") from e
     _check_network_states(networks, states["network_states"], states["env_states"])
@@ -225,29 +210,7 @@ def load_checkpoint(path: str, networks: Any, optimizer: nnx.Optimizer) -> dict[
     return {"training_state": training_state, "step": meta["step"], "config": meta["config"]}
 
 
-def register_state_class(cls: type) -> type:
-    """Lets ``load_checkpoint`` rebuild ``cls`` (a dataclass or named tuple) in state pytrees.
-
-    Needed only for env or network state classes defined outside ``TRUSTED_STATE_MODULES``.
-    Usable as a class decorator.
-
-    Args:
-        cls: A module-level dataclass or named tuple class.
-
-    Returns:
-        ``cls`` itself.
-    """
-    if not (dataclasses.is_dataclass(cls) or _is_namedtuple_class(cls)):
-        raise ValueError(f"{cls!r} is neither a dataclass nor a named tuple")
-    _registered_classes[_class_name(cls)] = cls
-    return cls
-
-
 # --- Network and optimizer variables -------------------------------------------------------
-
-
-def _is_typed_key(x: Any) -> bool:
-    return isinstance(x, jax.Array) and jnp.issubdtype(x.dtype, jax.dtypes.prng_key)
 
 
 def _is_key_variable(path: Any, value: Any) -> bool:
@@ -255,7 +218,7 @@ def _is_key_variable(path: Any, value: Any) -> bool:
     del path
     if isinstance(value, nnx.RngKey):
         return True
-    return isinstance(value, nnx.Variable) and _is_typed_key(value.get_value())
+    return isinstance(value, nnx.Variable) and is_typed_key(value.get_value())
 
 
 def _path_str(path: tuple[Any, ...]) -> str:
@@ -266,23 +229,19 @@ def _encode_key_variables(state: nnx.State) -> tuple[tuple[Any, ...], ...]:
     entries = []
     for path, variable in nnx.to_flat_state(state):
         key = variable.get_value()
-        entries.append((tuple(path), _key_impl(key), np.asarray(jax.random.key_data(key))))
+        entries.append((tuple(path), key_impl(key), np.asarray(jax.random.key_data(key))))
     return tuple(entries)
-
-
-def _key_impl(key: jax.Array) -> str:
-    return str(jax.random.key_impl(key))
 
 
 def _decode_key_variables(entries: Any, template: nnx.State, what: str) -> dict[tuple, Any]:
     expected = {tuple(p): v.get_value() for p, v in nnx.to_flat_state(template)}
     stored = {}
-    for entry in _expect(entries, tuple, f"{what} key variables"):
-        path, impl, data = _expect(entry, tuple, f"{what} key variable")
-        stored[tuple(path)] = _decode(("key", impl, data), _path_str(path))
+    for entry in expect(entries, tuple, f"{what} key variables"):
+        path, impl, data = expect(entry, tuple, f"{what} key variable")
+        stored[tuple(path)] = decode(("key", impl, data), _path_str(path))
 
     def describe(keys: dict[tuple, Any]) -> dict[str, str]:
-        return {_path_str(p): f"PRNG key {_key_impl(k)}{k.shape}" for p, k in keys.items()}
+        return {_path_str(p): f"PRNG key {key_impl(k)}{k.shape}" for p, k in keys.items()}
 
     _compare(describe(stored), describe(expected), what, "checkpoint")
     return stored
@@ -372,179 +331,6 @@ def _check_network_states(networks: Any, network_states: Any, env_states: Any) -
 
 
 # --- metadata.pkl: plain-data pytrees and a restricted unpickler ----------------------------
-
-
-def _write_metadata(path: str, metadata: dict[str, Any]) -> None:
-    with open(path, "wb") as f:
-        pickle.dump(metadata, f, protocol=pickle.HIGHEST_PROTOCOL)
-        f.flush()
-        os.fsync(f.fileno())
-
-
-class _RestrictedUnpickler(pickle.Unpickler):
-    """Admits only what ``save_checkpoint`` writes; any other global is refused unloaded."""
-
-    def find_class(self, module: str, name: str) -> Any:
-        if (module, name) not in _PICKLE_ALLOWED:
-            raise pickle.UnpicklingError(
-                f"refusing to load global {module}.{name}: a checkpoint never holds it "
-                "(the file is corrupt or malicious)"
-            )
-        return super().find_class(module, name)
-
-
-def _read_metadata(path: str) -> dict[str, Any]:
-    with open(path, "rb") as f:
-        data = f.read()
-    try:
-        meta = _RestrictedUnpickler(io.BytesIO(data)).load()
-    except (pickle.UnpicklingError, EOFError, ValueError, TypeError) as e:
-        raise ValueError(f"cannot load {path}: {e}") from e
-    if not isinstance(meta, dict) or meta.get("format_version") != FORMAT_VERSION:
-        found = meta.get("format_version") if isinstance(meta, dict) else type(meta).__name__
-        raise ValueError(f"{path}: unsupported checkpoint format {found!r}")
-    step, config = meta.get("step"), meta.get("config")
-    if isinstance(step, bool) or not isinstance(step, int):
-        raise ValueError(f"{path}: malformed step {step!r}")
-    if config is not None:
-        meta["config"] = _revalidated(config, path)
-    return meta
-
-
-def _revalidated(config: Any, path: str) -> TrainConfig:
-    """Rebuilds an unpickled config through its constructors, which validate every field."""
-    parts = {"ppo": PPOConfig, "eval": EvalConfig, "video": VideoConfig}
-    if not isinstance(config, TrainConfig) or not all(
-        isinstance(getattr(config, k, None), t) for k, t in parts.items()
-    ):
-        raise ValueError(f"{path}: malformed config of type {type(config).__name__}")
-    nested = {k: dataclasses.replace(getattr(config, k)) for k in parts}
-    return dataclasses.replace(config, **nested)
-
-
-def _class_name(cls: type) -> str:
-    return f"{cls.__module__}:{cls.__qualname__}"
-
-
-def _is_namedtuple_class(cls: Any) -> bool:
-    return isinstance(cls, type) and issubclass(cls, tuple) and hasattr(cls, "_fields")
-
-
-def _resolve_class(name: str) -> type:
-    """The class called ``module:qualname``, if it is registered or from a trusted module."""
-    if name in _registered_classes:
-        return _registered_classes[name]
-    module, _, qualname = name.partition(":")
-    trusted = any(module == m or module.startswith(m + ".") for m in TRUSTED_STATE_MODULES)
-    if not trusted:
-        raise ValueError(
-            f"state class {name} is not from a trusted module {TRUSTED_STATE_MODULES}; "
-            "register it with nnx_ppo.algorithms.checkpointing.register_state_class"
-        )
-    obj: Any = importlib.import_module(module)
-    for part in qualname.split("."):
-        obj = getattr(obj, part, None)
-    ok = isinstance(obj, type) and _class_name(obj) == name
-    if not (ok and (dataclasses.is_dataclass(obj) or _is_namedtuple_class(obj))):
-        raise ValueError(f"{name} is not a dataclass or named tuple class")
-    return obj
-
-
-def _checked_class_name(cls: type, path: str) -> str:
-    name = _class_name(cls)
-    try:
-        resolved = _resolve_class(name)
-    except (ValueError, ImportError) as e:
-        raise TypeError(f"cannot checkpoint {path}: {e}") from e
-    if resolved is not cls:
-        raise TypeError(f"cannot checkpoint {path}: {name} does not name its class")
-    return name
-
-
-def _encode(x: Any, path: str) -> tuple:
-    """A plain-data ``(kind, ...)`` node for the pytree ``x`` (leaves become numpy arrays)."""
-    if x is None:
-        return ("none",)
-    if _is_typed_key(x):
-        return ("key", _key_impl(x), np.asarray(jax.random.key_data(x)))
-    if isinstance(x, jax.Array):
-        return ("array", _builtin_dtype(np.asarray(x), path))
-    if isinstance(x, np.ndarray | np.generic):  # static numpy fields, as in mjx.Data
-        return ("numpy", _builtin_dtype(x, path))
-    if isinstance(x, bool | int | float | str):
-        return ("scalar", x)
-    if type(x) is dict:
-        for k in x:
-            if not isinstance(k, str | int):
-                raise TypeError(f"cannot checkpoint {path}: dict key {k!r} is not a str or int")
-        return ("dict", tuple((k, _encode(v, f"{path}/{k}")) for k, v in x.items()))
-    if _is_namedtuple_class(type(x)):
-        items = tuple(_encode(v, f"{path}/{i}") for i, v in enumerate(x))
-        return ("namedtuple", _checked_class_name(type(x), path), items)
-    if type(x) in (tuple, list):
-        return (type(x).__name__, tuple(_encode(v, f"{path}/{i}") for i, v in enumerate(x)))
-    if dataclasses.is_dataclass(x) and not isinstance(x, type):
-        name = _checked_class_name(type(x), path)
-        fields = [f.name for f in dataclasses.fields(x) if f.init]
-        return (
-            "dataclass",
-            name,
-            tuple((f, _encode(getattr(x, f), f"{path}/{f}")) for f in fields),
-        )
-    raise TypeError(f"cannot checkpoint {path}: unsupported type {type(x).__qualname__}")
-
-
-def _builtin_dtype(x: Any, path: str) -> Any:
-    """``x``, if its dtype is one of numpy's own (which the restricted unpickler admits)."""
-    if x.dtype.isbuiltin != 1:
-        raise TypeError(f"cannot checkpoint {path}: unsupported dtype {x.dtype}")
-    return x
-
-
-def _expect(value: Any, kind: type | tuple[type, ...], what: str) -> Any:
-    if not isinstance(value, kind):
-        raise ValueError(f"malformed checkpoint metadata: {what} is a {type(value).__name__}")
-    return value
-
-
-def _decode(node: Any, path: str) -> Any:
-    """Inverse of ``_encode``: jax arrays for array leaves, dataclasses rebuilt by name."""
-    if not isinstance(node, tuple) or not node:
-        raise ValueError(f"malformed checkpoint metadata at {path}")
-    kind = node[0]
-    if kind == "none":
-        return None
-    if kind in ("array", "key"):
-        data = _expect(node[-1], np.ndarray, path)
-        if data.dtype.hasobject:
-            raise ValueError(f"malformed checkpoint metadata: {path} holds objects")
-        if kind == "array":
-            return jnp.asarray(data)
-        return jax.random.wrap_key_data(jnp.asarray(data), impl=_expect(node[1], str, path))
-    if kind == "numpy":
-        value = _expect(node[1], np.ndarray | np.generic, path)
-        if value.dtype.hasobject:
-            raise ValueError(f"malformed checkpoint metadata: {path} holds objects")
-        return value
-    if kind == "scalar":
-        return _expect(node[1], bool | int | float | str, path)
-    if kind == "dict":
-        return {k: _decode(v, f"{path}/{k}") for k, v in _expect(node[1], tuple, path)}
-    if kind in ("tuple", "list"):
-        items = [_decode(v, f"{path}/{i}") for i, v in enumerate(_expect(node[1], tuple, path))]
-        return tuple(items) if kind == "tuple" else items
-    if kind == "namedtuple":
-        cls = _resolve_class(_expect(node[1], str, path))
-        items = _expect(node[2], tuple, path)
-        return cls(*(_decode(v, f"{path}/{i}") for i, v in enumerate(items)))
-    if kind == "dataclass":
-        cls = _resolve_class(_expect(node[1], str, path))
-        fields = _expect(node[2], tuple, path)
-        return cls(**{f: _decode(v, f"{path}/{f}") for f, v in fields})
-    raise ValueError(f"malformed checkpoint metadata: unknown node {kind!r} at {path}")
-
-
-# --- Atomic directory replacement -----------------------------------------------------------
 
 
 def _sync_directory(path: str) -> None:

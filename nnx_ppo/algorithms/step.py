@@ -103,6 +103,56 @@ def _minibatches(data: Any, key: jax.Array, n_envs: int, n_minibatches: int, axi
     return jax.tree.map(split, data)
 
 
+def _optimize(
+    networks: nnx.Module,
+    optimizer: nnx.Optimizer,
+    start_states: Any,
+    rollout: Transition,
+    key: jax.Array,
+    sizes: tuple[int, int, int],
+    loss_args: tuple[Any, ...],
+) -> dict[str, jax.Array]:
+    """``n_epochs`` passes of ``n_minibatches`` gradient steps on ``ppo_loss``.
+
+    Updates ``networks`` and ``optimizer`` in place; returns the loss metrics averaged over
+    all gradient steps. ``sizes`` is ``(n_envs, n_epochs, n_minibatches)``.
+    """
+    n_envs, n_epochs, n_minibatches = sizes
+    logging_level = loss_args[-1]
+    graphdef, params, rest = nnx.split(networks, nnx.Param, ...)
+    opt_graphdef, opt_state = nnx.split(optimizer)
+
+    def loss_fn(p: nnx.State, batch: tuple[Any, Transition]) -> tuple[jax.Array, dict]:
+        module = nnx.merge(graphdef, p, rest)
+        return ppo_loss(module, batch[0], batch[1], *loss_args)
+
+    grad_fn = jax.value_and_grad(loss_fn, has_aux=True)
+
+    def sgd_step(carry: Any, batch: tuple[Any, Transition]) -> tuple[Any, dict]:
+        p, o_state = carry
+        (_, metrics), grads = grad_fn(p, batch)
+        opt = nnx.merge(opt_graphdef, o_state)
+        module = nnx.merge(graphdef, p, rest)
+        opt.update(module, grads)
+        if logging_level & LoggingLevel.GRAD_NORM:
+            metrics["optimizer/grad_norm"] = optax.global_norm(grads)
+        return (nnx.state(module, nnx.Param), nnx.state(opt)), metrics
+
+    def epoch(carry: Any, epoch_key: jax.Array) -> tuple[Any, dict]:
+        batches = (
+            _minibatches(start_states, epoch_key, n_envs, n_minibatches, axis=0),
+            _minibatches(rollout, epoch_key, n_envs, n_minibatches, axis=1),
+        )
+        return jax.lax.scan(sgd_step, carry, batches)
+
+    (params, opt_state), metrics = jax.lax.scan(
+        epoch, (params, opt_state), jax.random.split(key, n_epochs)
+    )
+    nnx.update(networks, params)
+    nnx.update(optimizer, opt_state)
+    return jax.tree.map(jnp.mean, metrics)
+
+
 def ppo_step(
     env: RLEnv,
     training_state: TrainingState,
@@ -134,42 +184,13 @@ def ppo_step(
         env, training_state.env_states, networks, start_states, rollout_length, key_unroll
     )
 
-    graphdef, params, rest = nnx.split(networks, nnx.Param, ...)
-    opt_graphdef, opt_state = nnx.split(training_state.optimizer)
     loss_args = (clip_range, normalize_advantages, combine_advantages, discounting_factor)
     loss_args += (gae_lambda, critic_loss_weight, logging_level)
-
-    def loss_fn(p: nnx.State, batch: tuple[Any, Transition]) -> tuple[jax.Array, dict]:
-        module = nnx.merge(graphdef, p, rest)
-        return ppo_loss(module, batch[0], batch[1], *loss_args)
-
-    grad_fn = jax.value_and_grad(loss_fn, has_aux=True)
-
-    def sgd_step(carry: Any, batch: tuple[Any, Transition]) -> tuple[Any, dict]:
-        p, o_state = carry
-        (_, metrics), grads = grad_fn(p, batch)
-        optimizer = nnx.merge(opt_graphdef, o_state)
-        module = nnx.merge(graphdef, p, rest)
-        optimizer.update(module, grads)
-        if logging_level & LoggingLevel.GRAD_NORM:
-            metrics["optimizer/grad_norm"] = optax.global_norm(grads)
-        return (nnx.state(module, nnx.Param), nnx.state(optimizer)), metrics
-
-    def epoch(carry: Any, key: jax.Array) -> tuple[Any, dict]:
-        batches = (
-            _minibatches(start_states, key, n_envs, n_minibatches, axis=0),
-            _minibatches(rollout, key, n_envs, n_minibatches, axis=1),
-        )
-        return jax.lax.scan(sgd_step, carry, batches)
-
-    (params, opt_state), loss_metrics = jax.lax.scan(
-        epoch, (params, opt_state), jax.random.split(key_sgd, n_epochs)
-    )
-    nnx.update(networks, params)
-    nnx.update(training_state.optimizer, opt_state)
+    sizes = (n_envs, n_epochs, n_minibatches)
+    optimizer = training_state.optimizer
+    loss_metrics = _optimize(networks, optimizer, start_states, rollout, key_sgd, sizes, loss_args)
     update_statistics(networks, rollout.obs)
 
-    loss_metrics = jax.tree.map(jnp.mean, loss_metrics)
     metrics = compute_metrics(loss_metrics, rollout, logging_level, logging_percentiles)
     if logging_level & LoggingLevel.WEIGHTS:
         log_weight_stats(metrics, networks, logging_percentiles)

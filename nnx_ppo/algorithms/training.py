@@ -23,7 +23,7 @@ from nnx_ppo.algorithms.config import TrainConfig, TrainResult, VideoData
 from nnx_ppo.algorithms.rollout import eval_rollout
 from nnx_ppo.algorithms.step import new_training_state, ppo_step
 from nnx_ppo.algorithms.types import LoggingLevel, RLEnv, TrainingState
-from nnx_ppo.algorithms.video import check_renderable, make_video_recorder
+from nnx_ppo.algorithms.video import VideoRecorder, check_renderable
 
 MAX_ITERATIONS_PER_CALL = 32
 """Upper bound on PPO iterations fused into one jitted call."""
@@ -177,6 +177,7 @@ def train_ppo(
         check_renderable(eval_env or env)  # before anything is compiled
     p = config.ppo
     if initial_state is None:
+        check_compatible(env, networks)
         iterations = math.ceil(p.total_steps / (p.n_envs * p.rollout_length))
         decay = iterations * p.n_epochs * p.n_minibatches if p.anneal_learning_rate else None
         initial_state = new_training_state(
@@ -192,6 +193,31 @@ def train_ppo(
     _check_batch(initial_state, p.n_envs)
     loop = _HostLoop(env, eval_env or env, initial_state, config, log_fn, checkpoint_fn, video_fn)
     return loop.run()
+
+
+def check_compatible(env: RLEnv, networks: nnx.Module) -> None:
+    """Raises ValueError unless ``networks`` accepts ``env``'s observations and returns
+    actions of its size. Works on shapes only (``jax.eval_shape``): nothing is compiled."""
+    obs = jax.eval_shape(env.reset, jax.random.key(0)).obs
+    batch = jax.tree.map(lambda s: jax.ShapeDtypeStruct((2, *s.shape), s.dtype), obs)
+    graphdef, state = nnx.split(networks)
+
+    def act(module_state: Any, observations: Any) -> jax.Array:
+        module = nnx.merge(graphdef, module_state)
+        return module(module.initialize_state(2), observations).output.actions
+
+    shapes = jax.tree.map(lambda s: s.shape, obs)
+    try:
+        actions = jax.eval_shape(act, state, batch)
+    except (TypeError, ValueError, KeyError) as error:
+        raise ValueError(
+            f"the network does not accept this env's observations {shapes}: {error}"
+        ) from None
+    action_size = getattr(env, "action_size", None)
+    if action_size is not None and actions.shape[-1] != action_size:
+        raise ValueError(
+            f"the network's actions have size {actions.shape[-1]}, the env's {action_size}"
+        )
 
 
 def _check_batch(ts: TrainingState, n_envs: int) -> None:
@@ -248,7 +274,7 @@ class _HostLoop:
         self.video_fn = video_fn
         if video_fn is not None:
             v = config.video
-            self.record_video = make_video_recorder(
+            self.record_video = VideoRecorder(
                 eval_env, self.carry.graphdef, v.episode_length, v.render_kwargs
             )
             self.video_key = jax.random.fold_in(jax.random.key(config.seed), 2)

@@ -1,9 +1,9 @@
 """Videos of evaluation episodes: recording during training, and MP4 encoding.
 
-``make_video_recorder`` builds what ``train_ppo``'s host loop calls on the video schedule:
-a jitted single-env deterministic rollout (``eval_rollout_for_render_scan``, compiled once
-per training run and reused) followed, on the host, by the env's own ``render``. It returns
-a ``VideoData`` for ``video_fn``.
+``VideoRecorder`` is what ``train_ppo``'s host loop calls on the video schedule: a jitted
+single-env deterministic rollout (``eval_rollout_for_render_scan``, compiled once per
+training run and reused) followed, on the host, by the env's own ``render``. It returns a
+``VideoData`` for ``video_fn``.
 
 ``encode_mp4`` writes frames as an MP4 that browsers play (H.264, ``yuv420p``, even frame
 size, ``moov`` atom first), with the ffmpeg binary that ``imageio-ffmpeg`` ships.
@@ -15,7 +15,6 @@ import os
 import pathlib
 import subprocess
 import uuid
-from collections.abc import Callable
 from typing import Any
 
 import imageio_ffmpeg
@@ -30,24 +29,25 @@ from nnx_ppo.algorithms.types import RLEnv
 DEFAULT_RENDER_KWARGS = {"height": 240, "width": 320}
 """Frame size used unless ``VideoConfig.render_kwargs`` says otherwise."""
 
-VideoRecorder = Callable[[Any, jax.Array, int], VideoData]
-
 
 def check_renderable(env: RLEnv) -> None:
     """Raises ``ValueError`` unless ``env`` has a ``render`` method (MuJoCo Playground envs
     do; the built-in pure-JAX envs do not)."""
     if not callable(getattr(env, "render", None)):
         raise ValueError(
-            f"config.video is enabled and a video_fn was given, but the evaluation env "
-            f"{env!r} has no render method (built-in envs cannot be rendered). Use a MuJoCo "
-            f"Playground env as eval_env, disable config.video, or pass no video_fn."
+            f"cannot record video: the env {env!r} has no render method (the built-in "
+            "pure-JAX envs cannot be rendered). To train with config.video enabled and a "
+            "video_fn, pass a MuJoCo Playground env as eval_env, or disable config.video."
         )
 
 
-def make_video_recorder(
-    env: RLEnv, graphdef: Any, episode_length: int, render_kwargs: dict[str, Any] | None = None
-) -> VideoRecorder:
-    """A function ``record(module_state, key, step) -> VideoData`` for the host loop.
+class VideoRecorder:
+    """Records one deterministic evaluation episode of the current policy as a video.
+
+    Host code: ``recorder(module_state, key, step)`` runs the jitted single-env rollout
+    (``eval_rollout_for_render_scan``), unstacks it and renders it with ``env.render``.
+    The rollout is jitted over ``(module_state, key)``, so it compiles once per recorder
+    and always sees the parameters it is given (``rollout`` is that jitted function).
 
     Args:
         env: The (unbatched) evaluation env; it must have ``render``.
@@ -55,32 +55,43 @@ def make_video_recorder(
         episode_length: Steps ``T`` of the recorded episode.
         render_kwargs: Keyword arguments for ``env.render``; ``height`` and ``width`` default
             to ``DEFAULT_RENDER_KWARGS``.
-
-    Returns:
-        ``record``: ``module_state`` is the state matching ``graphdef``; ``key`` seeds the
-        env reset; ``step`` is stored in the ``VideoData``. The rollout is jitted over
-        ``(module_state, key)``, so it compiles once and sees the current parameters.
     """
-    kwargs = {**DEFAULT_RENDER_KWARGS, **(render_kwargs or {})}
 
-    def rollout(module_state: Any, key: jax.Array) -> tuple[Any, Any, jax.Array]:
-        networks, _ = nnx.merge(graphdef, module_state)
-        return eval_rollout_for_render_scan(env, networks, episode_length, key)
+    def __init__(
+        self,
+        env: RLEnv,
+        graphdef: Any,
+        episode_length: int,
+        render_kwargs: dict[str, Any] | None = None,
+    ) -> None:
+        check_renderable(env)
+        self.env = env
+        self.episode_length = episode_length
+        self.render_kwargs = {**DEFAULT_RENDER_KWARGS, **(render_kwargs or {})}
 
-    jitted = jax.jit(rollout)
+        def rollout(module_state: Any, key: jax.Array) -> tuple[Any, Any, jax.Array]:
+            networks, _ = nnx.merge(graphdef, module_state)
+            return eval_rollout_for_render_scan(env, networks, episode_length, key)
 
-    def record(module_state: Any, key: jax.Array, step: int) -> VideoData:
-        stacked, final, total_reward = jitted(module_state, key)
-        trajectory = unstack_trajectory(stacked, final, episode_length)
-        frames = np.stack([np.asarray(f) for f in env.render(trajectory, **kwargs)])
+        self.rollout = jax.jit(rollout)
+
+    def __call__(self, module_state: Any, key: jax.Array, step: int) -> VideoData:
+        """Renders the episode from ``env.reset(key)``; ``step`` goes into the ``VideoData``.
+
+        Returns:
+            ``VideoData`` with uint8 frames ``[F, H, W, 3]``: the reset state, then one frame
+            per step up to the first done state or ``T`` steps (``F = episode_length + 1``).
+        """
+        stacked, final, total_reward = self.rollout(module_state, key)
+        trajectory = unstack_trajectory(stacked, final, self.episode_length)
+        rendered = self.env.render(trajectory, **self.render_kwargs)
+        frames = np.stack([np.asarray(frame) for frame in rendered]).astype(np.uint8, copy=False)
         return VideoData(
-            frames=frames.astype(np.uint8, copy=False),
+            frames=frames,
             step=int(step),
             episode_reward=float(total_reward),
             episode_length=len(trajectory) - 1,  # the first frame is the reset state
         )
-
-    return record
 
 
 def _frames_of(video: VideoData | np.ndarray) -> np.ndarray:

@@ -217,7 +217,7 @@ def test_failure_mid_write_leaves_no_step_directory(tmp_path, monkeypatch):
     ts = fresh_state("mlp")
     save_checkpoint(str(tmp_path), ts, 32)
     # networks/ and optimizer/ are written before metadata.pkl, so this fails mid-write.
-    monkeypatch.setattr(checkpointing, "_write_metadata", fail)
+    monkeypatch.setattr(checkpointing, "write_metadata", fail)
     with pytest.raises(RuntimeError, match="disk full"):
         make_checkpoint_fn(str(tmp_path))(ts, 64)
     assert entries(tmp_path) == ["step_0000000032"]  # temporary directory cleaned up too
@@ -231,7 +231,7 @@ def test_overwriting_a_step_is_all_or_nothing(tmp_path, monkeypatch):
     old, new = fresh_state("mlp", seed=0), fresh_state("mlp", seed=1)
     save_checkpoint(str(tmp_path), old, 32)
 
-    monkeypatch.setattr(checkpointing, "_write_metadata", fail)
+    monkeypatch.setattr(checkpointing, "write_metadata", fail)
     with pytest.raises(RuntimeError):
         save_checkpoint(str(tmp_path), new, 32)
     monkeypatch.undo()

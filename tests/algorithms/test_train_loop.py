@@ -297,3 +297,15 @@ def test_steps_taken_stays_exact_for_long_runs():
     for step, saved, _ in run.checkpoints:
         assert int(saved.steps_taken) == step
     assert int(run.result.training_state.steps_taken) == run.result.total_steps
+
+
+@pytest.mark.parametrize("obs_size,action_size,match", [(3, 2, "observations"), (6, 3, "size 3")])
+def test_network_that_does_not_fit_the_env_is_rejected_before_compiling(
+    obs_size, action_size, match
+):
+    # PointReach observes 6 numbers and takes 2 actions.
+    networks = make_mlp_actor_critic(
+        obs_size, action_size, rngs=nnx.Rngs(0), actor_hidden_sizes=(8,), critic_hidden_sizes=(8,)
+    )
+    with pytest.raises(ValueError, match=match):
+        train_ppo(ENV, networks, CONFIG)
