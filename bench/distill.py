@@ -10,7 +10,8 @@
 
 1. Teacher: ``nnx_ppo.presets.PRESETS["CartpoleBalance"]`` (its network and ``TrainConfig``,
    ``--teacher-steps`` env steps, 10M by default), checkpointed with ``make_checkpoint_fn``
-   into ``--work-dir``/teacher (``bench/.cache/distill``). Skipped with ``--teacher-checkpoint``.
+   into ``<--work-dir>/teacher`` (default ``bench/.cache/distill/teacher``, git-ignored).
+   Skipped with ``--teacher-checkpoint``.
 2. The teacher is rebuilt from its newest checkpoint with ``load_teacher`` and evaluated;
    below ``--teacher-threshold`` (900) the script stops: distilling a poor teacher measures
    nothing.

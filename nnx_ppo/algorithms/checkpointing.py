@@ -210,6 +210,37 @@ def load_checkpoint(path: str, networks: Any, optimizer: nnx.Optimizer) -> dict[
     return {"training_state": training_state, "step": meta["step"], "config": meta["config"]}
 
 
+def load_networks(path: str, networks: Any) -> int:
+    """Loads only the network of a checkpoint saved by ``make_checkpoint_fn``.
+
+    For using a trained policy (a distillation teacher, an evaluation) without rebuilding
+    the optimizer it was trained with. ``networks`` is the structural template and is
+    updated in place; it is checked before anything is overwritten.
+
+    Returns:
+        The training step at which the checkpoint was saved.
+
+    Raises:
+        FileNotFoundError: If ``path`` is not a checkpoint directory.
+        ValueError: If ``networks`` does not match the checkpoint's network (the message
+            names the differing variables), or the metadata is malformed.
+    """
+    path = os.path.abspath(os.fspath(path))
+    for entry in (_NETWORKS, _METADATA):
+        if not os.path.exists(os.path.join(path, entry)):
+            raise FileNotFoundError(f"{path} is not a checkpoint: {entry} is missing")
+    meta = read_metadata(os.path.join(path, _METADATA))
+    net_keys, net_arrays = nnx.state(networks, _is_key_variable, ...)
+    _check_layout(os.path.join(path, _NETWORKS), nnx.to_pure_dict(net_arrays), "network")
+    try:
+        key_values = _decode_key_variables(meta["network_rng_keys"], net_keys, "network")
+    except (IndexError, KeyError, TypeError) as e:
+        raise ValueError(f"malformed checkpoint metadata in {path}: {e!r}") from e
+    _restore_arrays(os.path.join(path, _NETWORKS), networks, net_arrays)
+    _update_keys(networks, net_keys, key_values)
+    return int(meta["step"])
+
+
 # --- Network and optimizer variables -------------------------------------------------------
 
 

@@ -17,8 +17,8 @@ from flax import nnx
 
 from nnx_ppo.algorithms.distillation_losses import distillation_loss
 from nnx_ppo.algorithms.metrics import compute_metrics, log_weight_stats
-from nnx_ppo.algorithms.rollout import _reset_done, _truncated, tree_where
-from nnx_ppo.algorithms.step import _minibatches, new_training_state
+from nnx_ppo.algorithms.rollout import reset_done, tree_where, truncation_flags
+from nnx_ppo.algorithms.step import env_minibatches, new_training_state
 from nnx_ppo.algorithms.types import (
     DistillationState,
     DistillationTransition,
@@ -109,13 +109,13 @@ def distillation_transition(
         student_output=student_out.output,
         rewards=stepped.reward,
         done=done,
-        truncated=_truncated(stepped, done),
+        truncated=truncation_flags(stepped, done),
         next_obs=stepped.obs,
         metrics=stepped.metrics,
         student_rollout_extras=student_out.rollout_extras,
         teacher_rollout_extras=jax.lax.stop_gradient(target),
     )
-    next_env_state = _reset_done(env, stepped, done, rng_key_for_env_reset)
+    next_env_state = reset_done(env, stepped, done, rng_key_for_env_reset)
     reset = lambda module, s: tree_where(done, module.reset_state(s), s)  # noqa: E731
     next_carry = (
         next_env_state,
@@ -218,8 +218,8 @@ def distillation_step(
 
     def epoch(carry: Any, key: jax.Array) -> tuple[Any, dict]:
         batches = (
-            _minibatches(start_states, key, n_envs, n_minibatches, axis=0),
-            _minibatches(rollout, key, n_envs, n_minibatches, axis=1),
+            env_minibatches(start_states, key, n_envs, n_minibatches, axis=0),
+            env_minibatches(rollout, key, n_envs, n_minibatches, axis=1),
         )
         return jax.lax.scan(sgd_step, carry, batches)
 
@@ -231,7 +231,9 @@ def distillation_step(
     update_statistics(student, rollout.obs)
 
     loss_metrics = jax.tree.map(jnp.mean, loss_metrics)
-    metrics = compute_metrics(loss_metrics, _as_transition(rollout), logging_level, logging_percentiles)
+    metrics = compute_metrics(
+        loss_metrics, _as_transition(rollout), logging_level, logging_percentiles
+    )
     if logging_level & LoggingLevel.WEIGHTS:
         log_weight_stats(metrics, student, logging_percentiles)
     new_state = state.replace(

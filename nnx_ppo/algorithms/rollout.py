@@ -39,7 +39,9 @@ def tree_where(cond: jax.Array, on_true: Any, on_false: Any) -> Any:
     return jax.tree.map(select, on_true, on_false)
 
 
-def _truncated(env_state: Any, done: jax.Array) -> jax.Array:
+def truncation_flags(env_state: Any, done: jax.Array) -> jax.Array:
+    """``[B]`` True where an episode ended by its time limit (``info["truncated"]``, or
+    Brax's ``info["truncation"]``); all False for envs that report neither."""
     info = env_state.info
     flag = info.get("truncated", info.get("truncation")) if isinstance(info, dict) else None
     if flag is None:
@@ -47,7 +49,7 @@ def _truncated(env_state: Any, done: jax.Array) -> jax.Array:
     return jnp.logical_and(flag > 0.5, done)
 
 
-def _reset_done(env: RLEnv, env_state: Any, done: jax.Array, key: jax.Array) -> Any:
+def reset_done(env: RLEnv, env_state: Any, done: jax.Array, key: jax.Array) -> Any:
     """Resets the envs where ``done``; computes resets only when some env is done."""
 
     def reset_some(state: Any) -> Any:
@@ -80,7 +82,7 @@ def single_transition(
     out = act(network_state, env_state.obs) if act else networks(network_state, env_state.obs)
     stepped = jax.vmap(env.step)(env_state, out.output.actions)
     done = stepped.done > 0.5
-    truncated = _truncated(stepped, done)
+    truncated = truncation_flags(stepped, done)
     bootstrap = _bootstrap_values(networks, out.next_state, stepped.obs, truncated)
     transition = Transition(
         obs=env_state.obs,
@@ -93,7 +95,7 @@ def single_transition(
         rollout_extras=out.rollout_extras,
         bootstrap_values=bootstrap,
     )
-    next_env_state = _reset_done(env, stepped, done, rng_keys_for_env_reset)
+    next_env_state = reset_done(env, stepped, done, rng_keys_for_env_reset)
     next_network_state = tree_where(done, networks.reset_state(out.next_state), out.next_state)
     return (next_env_state, next_network_state), transition
 

@@ -88,7 +88,7 @@ def _stagger(env: RLEnv, env_states: Any, key: jax.Array, n_envs: int) -> Any:
     return env_states.replace(info={**info, "steps": offsets})
 
 
-def _minibatches(data: Any, key: jax.Array, n_envs: int, n_minibatches: int, axis: int) -> Any:
+def env_minibatches(data: Any, key: jax.Array, n_envs: int, n_minibatches: int, axis: int) -> Any:
     """Shuffles the env axis and splits it into ``[n_minibatches, ...]`` chunks.
 
     Leaves without an env axis (per-step scalars) are repeated for every minibatch.
@@ -140,8 +140,8 @@ def _optimize(
 
     def epoch(carry: Any, epoch_key: jax.Array) -> tuple[Any, dict]:
         batches = (
-            _minibatches(start_states, epoch_key, n_envs, n_minibatches, axis=0),
-            _minibatches(rollout, epoch_key, n_envs, n_minibatches, axis=1),
+            env_minibatches(start_states, epoch_key, n_envs, n_minibatches, axis=0),
+            env_minibatches(rollout, epoch_key, n_envs, n_minibatches, axis=1),
         )
         return jax.lax.scan(sgd_step, carry, batches)
 
