@@ -8,20 +8,15 @@ The loss (``distillation_losses``) is the KL divergence from the teacher's actio
 distribution to the student's. The pure, jittable pieces are ``distillation_step`` and
 ``new_distillation_state`` (``distillation_step``) and ``distillation_loss``.
 
-Host loop (impure), as ``train_ppo``'s: it decides how many iterations can run before the
-next host-side event (evaluation, checkpoint, the end), runs them in one jitted call (a
-``lax.scan`` over ``distillation_step``), hands each iteration's metrics to ``log_fn`` in
-order and performs the event. The student and its optimizer are split once into a graph
-definition and a state pytree and merged inside the jitted call; the teacher's variables
-are a separate, non-donated argument of that call (never part of what is carried or
-returned).
+The host loop is ``train_ppo``'s (``host_loop.ChunkedLoop``). The student and its
+optimizer are split once into a graph definition and a state pytree and merged inside the
+jitted call; the teacher's variables are a separate, non-donated argument of that call
+(never part of what is carried or returned).
 """
 
 from __future__ import annotations
 
 import dataclasses
-import math
-import time
 from collections.abc import Callable
 from typing import Any
 
@@ -38,9 +33,8 @@ from nnx_ppo.algorithms.distillation_step import (
     new_distillation_state,
     unroll_distillation,
 )
-from nnx_ppo.algorithms.rollout import eval_rollout
-from nnx_ppo.algorithms.training import MAX_ITERATIONS_PER_CALL, iterations_until, passed_multiple
-from nnx_ppo.algorithms.types import DistillationState, LoggingLevel, RLEnv, TrainingState
+from nnx_ppo.algorithms.host_loop import ChunkedLoop, LogFn, scan_iterations
+from nnx_ppo.algorithms.types import DistillationState, RLEnv, TrainingState
 
 __all__ = [
     "as_training_state",
@@ -54,7 +48,6 @@ __all__ = [
     "unroll_distillation",
 ]
 
-LogFn = Callable[[dict[str, Any], int], None]
 CheckpointFn = Callable[[DistillationState, int], None]
 
 
@@ -197,7 +190,7 @@ def train_distillation(
         )
     _check_state(initial_state, teacher, d.n_envs)
     loop = _HostLoop(env, eval_env or env, teacher, initial_state, config, log_fn, checkpoint_fn)
-    return loop.run()
+    return loop.train()
 
 
 def as_training_state(state: DistillationState) -> TrainingState:
@@ -234,22 +227,12 @@ def make_distillation_checkpoint_fn(directory: str) -> CheckpointFn:
     return checkpoint_fn
 
 
-@dataclasses.dataclass
-class _Carry:
-    """What the jitted loop carries, as plain pytrees, and how to rebuild the objects."""
-
-    graphdef: Any
-    state: tuple[Any, ...]
-
-    @classmethod
-    def from_state(cls, s: DistillationState) -> _Carry:
-        graphdef, module_state = nnx.split((s.student, s.optimizer))
-        state = (module_state, s.student_states, s.teacher_states, s.env_states, s.rng_key)
-        state += (s.steps_taken,)
-        return cls(graphdef, jax.tree.map(jnp.copy, state))  # donation must not hit the caller
-
-    def distillation_state(self, state: tuple[Any, ...] | None = None) -> DistillationState:
-        return _unpack(self.graphdef, state or self.state)
+def _split(s: DistillationState) -> tuple[Any, tuple[Any, ...]]:
+    """``(graphdef, carried pytrees)`` of a state; the pytrees are copies, so that donating
+    them to the jitted loop never deletes the caller's buffers."""
+    graphdef, module_state = nnx.split((s.student, s.optimizer))
+    state = (module_state, s.student_states, s.teacher_states, s.env_states, s.rng_key)
+    return graphdef, jax.tree.map(jnp.copy, (*state, s.steps_taken))
 
 
 def _unpack(graphdef: Any, state: tuple[Any, ...]) -> DistillationState:
@@ -260,16 +243,9 @@ def _unpack(graphdef: Any, state: tuple[Any, ...]) -> DistillationState:
     )
 
 
-def _make_train_chunk(
-    env: RLEnv, graphdef: Any, teacher_graphdef: Any, step_kwargs: dict[str, Any], length: int
-):
-    """A jitted function running up to ``length`` distillation iterations.
-
-    ``run(state, teacher_vars, n_active)`` performs the first ``n_active`` iterations (a
-    traced count, so any count up to ``length`` reuses one compilation) and returns the new
-    state and the per-iteration metrics stacked on a leading ``[length]`` axis.
-    ``teacher_vars`` is only read.
-    """
+def _one_iteration(env: RLEnv, graphdef: Any, teacher_graphdef: Any, step_kwargs: dict):
+    """``distillation_step`` on the carried pytrees, for ``scan_iterations``; the extra
+    argument is the teacher's variables (read only)."""
 
     def one_iteration(state: tuple[Any, ...], teacher_vars: Any) -> tuple[tuple, dict]:
         teacher = nnx.merge(teacher_graphdef, teacher_vars)
@@ -278,41 +254,11 @@ def _make_train_chunk(
         new = (module_state, s.student_states, s.teacher_states, s.env_states, s.rng_key)
         return (*new, s.steps_taken), metrics
 
-    def run(state: tuple[Any, ...], teacher_vars: Any, n_active: jax.Array) -> tuple:
-        metric_shapes = jax.eval_shape(one_iteration, state, teacher_vars)[1]
-
-        def skip(s: tuple[Any, ...]) -> tuple[tuple[Any, ...], dict]:
-            return s, jax.tree.map(lambda x: jnp.zeros(x.shape, x.dtype), metric_shapes)
-
-        def body(s: tuple[Any, ...], i: jax.Array) -> tuple[tuple[Any, ...], dict]:
-            iterate = lambda s: one_iteration(s, teacher_vars)  # noqa: E731
-            return jax.lax.cond(i < n_active, iterate, skip, s)
-
-        return jax.lax.scan(body, state, jnp.arange(length))
-
-    return jax.jit(run, donate_argnums=0)
+    return one_iteration
 
 
-def _make_evaluator(env: RLEnv, graphdef: Any, config: DistillationTrainConfig):
-    cfg = config.eval
-
-    def evaluate(module_state: Any, key: jax.Array) -> dict[str, jax.Array]:
-        student, _ = nnx.merge(graphdef, module_state)
-        return eval_rollout(
-            env,
-            student,
-            cfg.n_envs,
-            cfg.max_episode_length,
-            key,
-            cfg.logging_percentiles,
-            cfg.logging_level,
-        )
-
-    return jax.jit(evaluate)
-
-
-class _HostLoop:
-    """Host loop: jitted chunks of distillation iterations with host-side events between."""
+class _HostLoop(ChunkedLoop):
+    """Distillation's host loop: jitted chunks of ``distillation_step``."""
 
     def __init__(
         self,
@@ -325,13 +271,21 @@ class _HostLoop:
         checkpoint_fn: CheckpointFn | None,
     ):
         d = config.distillation
-        self.config = config
         self.initial_state = initial_state
-        self.log_fn = log_fn
-        self.checkpoint_fn = checkpoint_fn
-        self.carry = _Carry.from_state(initial_state)
+        self.graphdef, self.state = _split(initial_state)
+        super().__init__(
+            total_steps=d.total_steps,
+            start_steps=int(initial_state.steps_taken),
+            steps_per_iteration=d.n_envs * d.rollout_length,
+            eval_env=eval_env,
+            eval_config=config.eval,
+            seed=config.seed,
+            logging_level=d.logging_level,
+            log_fn=log_fn,
+            checkpoint_fn=checkpoint_fn,
+            checkpoint_every_steps=config.checkpoint_every_steps,
+        )
         teacher_graphdef, self.teacher_vars = nnx.split(teacher)
-        self.steps_per_iteration = d.n_envs * d.rollout_length
         step_kwargs = {
             "n_envs": d.n_envs,
             "rollout_length": d.rollout_length,
@@ -340,73 +294,19 @@ class _HostLoop:
             "logging_level": d.logging_level,
             "logging_percentiles": d.logging_percentiles,
         }
-        steps = int(initial_state.steps_taken)
-        total_iterations = max(0, math.ceil((d.total_steps - steps) / self.steps_per_iteration))
-        self.chunk_length = max(1, min(MAX_ITERATIONS_PER_CALL, total_iterations))
-        self.train_chunk = _make_train_chunk(
-            env, self.carry.graphdef, teacher_graphdef, step_kwargs, self.chunk_length
-        )
-        self.evaluate = _make_evaluator(eval_env, self.carry.graphdef, config)
-        self.eval_key = jax.random.fold_in(jax.random.key(config.seed), 1)
-        self.eval_history: list[dict[str, Any]] = []
+        one_iteration = _one_iteration(env, self.graphdef, teacher_graphdef, step_kwargs)
+        self.train_chunk = scan_iterations(one_iteration, self.chunk_length)
 
-    def _events(self) -> list[int]:
-        """The step intervals of the host-side events that are active."""
-        every = []
-        if self.config.eval.enabled:
-            every.append(self.config.eval.every_steps)
-        if self.checkpoint_fn is not None:
-            every.append(self.config.checkpoint_every_steps)
-        return every
+    def run_chunk(self, n: int) -> dict[str, Any]:
+        self.state, metrics = self.train_chunk(self.state, self.teacher_vars, jnp.asarray(n))
+        return metrics
 
-    def run(self) -> DistillationTrainResult:
-        total = self.config.distillation.total_steps
-        steps = int(self.initial_state.steps_taken)
-        iterations, last_metrics = 0, {}
-        while steps < total:
-            n = min(self.chunk_length, math.ceil((total - steps) / self.steps_per_iteration))
-            for every in self._events():
-                n = min(n, iterations_until(steps, every, self.steps_per_iteration))
-            start = time.perf_counter()
-            self.carry.state, metrics = self.train_chunk(
-                self.carry.state, self.teacher_vars, jnp.asarray(n)
-            )
-            metrics = jax.device_get(metrics)
-            seconds = time.perf_counter() - start
-            after = steps + n * self.steps_per_iteration
-            host_metrics = self._host_events(steps, after, final=after >= total)
-            if self.config.distillation.logging_level & LoggingLevel.THROUGHPUT:
-                host_metrics["throughput/env_steps_per_second"] = (after - steps) / seconds
-                host_metrics["throughput/seconds_per_iteration"] = seconds / n
-            for i in range(n):
-                step_metrics = {k: float(v[i]) for k, v in metrics.items()}
-                if i == n - 1:
-                    step_metrics.update(host_metrics)
-                if self.log_fn is not None:
-                    self.log_fn(step_metrics, steps + (i + 1) * self.steps_per_iteration)
-                last_metrics = step_metrics
-            steps, iterations = after, iterations + n
-        return self._result(last_metrics, steps, iterations)
+    def checkpoint_state(self, snapshot: tuple[Any, ...]) -> DistillationState:
+        return _unpack(self.graphdef, snapshot)
 
-    def _host_events(self, before: int, after: int, final: bool) -> dict[str, Any]:
-        """Evaluation and checkpoint due at ``after``; returns the evaluation's metrics."""
-        out: dict[str, Any] = {}
-        eval_cfg = self.config.eval
-        if eval_cfg.enabled and (final or passed_multiple(before, after, eval_cfg.every_steps)):
-            key = jax.random.fold_in(self.eval_key, after)
-            evaluation = jax.device_get(self.evaluate(self.carry.state[0], key))
-            out = {k: float(v) for k, v in evaluation.items()}
-            self.eval_history.append({"step": after, **out})
-        every = self.config.checkpoint_every_steps
-        if self.checkpoint_fn is not None and (final or passed_multiple(before, after, every)):
-            snapshot = jax.tree.map(jnp.copy, self.carry.state)
-            self.checkpoint_fn(self.carry.distillation_state(snapshot), after)
-        return out
-
-    def _result(
-        self, last_metrics: dict[str, Any], steps: int, iterations: int
-    ) -> DistillationTrainResult:
-        final = self.carry.distillation_state()
+    def train(self) -> DistillationTrainResult:
+        last_metrics, steps, iterations = self.run()
+        final = _unpack(self.graphdef, self.state)
         # The caller's modules take the trained values (their own buffers were never donated).
         nnx.update(
             (self.initial_state.student, self.initial_state.optimizer),

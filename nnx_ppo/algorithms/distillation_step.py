@@ -12,13 +12,12 @@ from typing import Any
 
 import jax
 import jax.numpy as jnp
-import optax
 from flax import nnx
 
 from nnx_ppo.algorithms.distillation_losses import distillation_loss
 from nnx_ppo.algorithms.metrics import compute_metrics, log_weight_stats
 from nnx_ppo.algorithms.rollout import reset_done, tree_where, truncation_flags
-from nnx_ppo.algorithms.step import env_minibatches, new_training_state
+from nnx_ppo.algorithms.step import new_training_state, optimize
 from nnx_ppo.algorithms.types import (
     DistillationState,
     DistillationTransition,
@@ -197,40 +196,15 @@ def distillation_step(
         key_unroll,
     )
 
-    graphdef, params, rest = nnx.split(student, nnx.Param, ...)
-    opt_graphdef, opt_state = nnx.split(state.optimizer)
+    def loss(module: nnx.Module, states: Any, batch: DistillationTransition) -> tuple:
+        return distillation_loss(module, states, batch, logging_level)
 
-    def loss_fn(p: nnx.State, batch: tuple[Any, DistillationTransition]) -> tuple[Any, dict]:
-        module = nnx.merge(graphdef, p, rest)
-        return distillation_loss(module, batch[0], batch[1], logging_level)
-
-    grad_fn = jax.value_and_grad(loss_fn, has_aux=True)
-
-    def sgd_step(carry: Any, batch: tuple[Any, DistillationTransition]) -> tuple[Any, dict]:
-        p, o_state = carry
-        (_, metrics), grads = grad_fn(p, batch)
-        optimizer = nnx.merge(opt_graphdef, o_state)
-        module = nnx.merge(graphdef, p, rest)
-        optimizer.update(module, grads)
-        if logging_level & LoggingLevel.GRAD_NORM:
-            metrics["optimizer/grad_norm"] = optax.global_norm(grads)
-        return (nnx.state(module, nnx.Param), nnx.state(optimizer)), metrics
-
-    def epoch(carry: Any, key: jax.Array) -> tuple[Any, dict]:
-        batches = (
-            env_minibatches(start_states, key, n_envs, n_minibatches, axis=0),
-            env_minibatches(rollout, key, n_envs, n_minibatches, axis=1),
-        )
-        return jax.lax.scan(sgd_step, carry, batches)
-
-    (params, opt_state), loss_metrics = jax.lax.scan(
-        epoch, (params, opt_state), jax.random.split(key_sgd, n_epochs)
+    sizes = (n_envs, n_epochs, n_minibatches)
+    loss_metrics = optimize(
+        student, state.optimizer, start_states, rollout, key_sgd, sizes, loss, logging_level
     )
-    nnx.update(student, params)
-    nnx.update(state.optimizer, opt_state)
     update_statistics(student, rollout.obs)
 
-    loss_metrics = jax.tree.map(jnp.mean, loss_metrics)
     metrics = compute_metrics(
         loss_metrics, _as_transition(rollout), logging_level, logging_percentiles
     )

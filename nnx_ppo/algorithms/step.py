@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+from collections.abc import Callable
 from typing import Any
 
 import jax
@@ -103,32 +104,34 @@ def env_minibatches(data: Any, key: jax.Array, n_envs: int, n_minibatches: int, 
     return jax.tree.map(split, data)
 
 
-def _optimize(
+def optimize(
     networks: nnx.Module,
     optimizer: nnx.Optimizer,
     start_states: Any,
-    rollout: Transition,
+    rollout: Any,
     key: jax.Array,
     sizes: tuple[int, int, int],
-    loss_args: tuple[Any, ...],
+    loss: Callable[[nnx.Module, Any, Any], tuple[jax.Array, dict]],
+    logging_level: LoggingLevel,
 ) -> dict[str, jax.Array]:
-    """``n_epochs`` passes of ``n_minibatches`` gradient steps on ``ppo_loss``.
+    """``n_epochs`` passes of ``n_minibatches`` gradient steps on ``loss``.
 
-    Updates ``networks`` and ``optimizer`` in place; returns the loss metrics averaged over
-    all gradient steps. ``sizes`` is ``(n_envs, n_epochs, n_minibatches)``.
+    ``sizes`` is ``(n_envs, n_epochs, n_minibatches)``; each epoch shuffles the env axis of
+    ``rollout`` (``[T, B]`` leaves) and ``start_states`` (``[B]`` leaves) alike.
+    ``loss(module, start_states, rollout)`` of a minibatch returns ``(loss, metrics)``; only
+    ``nnx.Param`` variables are differentiated. Updates ``networks`` and ``optimizer`` in
+    place; returns the loss metrics averaged over all gradient steps.
     """
     n_envs, n_epochs, n_minibatches = sizes
-    logging_level = loss_args[-1]
     graphdef, params, rest = nnx.split(networks, nnx.Param, ...)
     opt_graphdef, opt_state = nnx.split(optimizer)
 
-    def loss_fn(p: nnx.State, batch: tuple[Any, Transition]) -> tuple[jax.Array, dict]:
-        module = nnx.merge(graphdef, p, rest)
-        return ppo_loss(module, batch[0], batch[1], *loss_args)
+    def loss_fn(p: nnx.State, batch: tuple[Any, Any]) -> tuple[jax.Array, dict]:
+        return loss(nnx.merge(graphdef, p, rest), batch[0], batch[1])
 
     grad_fn = jax.value_and_grad(loss_fn, has_aux=True)
 
-    def sgd_step(carry: Any, batch: tuple[Any, Transition]) -> tuple[Any, dict]:
+    def sgd_step(carry: Any, batch: tuple[Any, Any]) -> tuple[Any, dict]:
         p, o_state = carry
         (_, metrics), grads = grad_fn(p, batch)
         opt = nnx.merge(opt_graphdef, o_state)
@@ -186,9 +189,21 @@ def ppo_step(
 
     loss_args = (clip_range, normalize_advantages, combine_advantages, discounting_factor)
     loss_args += (gae_lambda, critic_loss_weight, logging_level)
+
+    def loss(module: nnx.Module, states: Any, batch: Transition) -> tuple[jax.Array, dict]:
+        return ppo_loss(module, states, batch, *loss_args)
+
     sizes = (n_envs, n_epochs, n_minibatches)
-    optimizer = training_state.optimizer
-    loss_metrics = _optimize(networks, optimizer, start_states, rollout, key_sgd, sizes, loss_args)
+    loss_metrics = optimize(
+        networks,
+        training_state.optimizer,
+        start_states,
+        rollout,
+        key_sgd,
+        sizes,
+        loss,
+        logging_level,
+    )
     update_statistics(networks, rollout.obs)
 
     metrics = compute_metrics(loss_metrics, rollout, logging_level, logging_percentiles)

@@ -1,17 +1,13 @@
-"""The PPO host loop: ``train_ppo``.
+"""``train_ppo``: PPO's host loop (see ``host_loop``) around the pure ``ppo_step``.
 
-Host loop (impure): it decides how many PPO iterations can run before the next host-side
-event (evaluation, checkpoint, video, the end), runs them in one jitted call (a
-``lax.scan`` over ``ppo_step``), then hands each iteration's metrics to ``log_fn`` in order
-and performs the event. The jitted call follows the functional NNX pattern: the networks
-and optimizer are split once into a graph definition and a state pytree, merged inside.
+The jitted call follows the functional NNX pattern: the networks and optimizer are split
+once into a graph definition and a state pytree, merged inside.
 """
 
 from __future__ import annotations
 
 import dataclasses
 import math
-import time
 from collections.abc import Callable
 from typing import Any
 
@@ -20,15 +16,13 @@ import jax.numpy as jnp
 from flax import nnx
 
 from nnx_ppo.algorithms.config import TrainConfig, TrainResult, VideoData
-from nnx_ppo.algorithms.rollout import eval_rollout
+from nnx_ppo.algorithms.host_loop import (
+    MAX_ITERATIONS_PER_CALL as MAX_ITERATIONS_PER_CALL,
+)
+from nnx_ppo.algorithms.host_loop import ChunkedLoop, LogFn, passed_multiple, scan_iterations
 from nnx_ppo.algorithms.step import new_training_state, ppo_step
-from nnx_ppo.algorithms.types import LoggingLevel, RLEnv, TrainingState
+from nnx_ppo.algorithms.types import RLEnv, TrainingState
 from nnx_ppo.algorithms.video import VideoRecorder, check_renderable
-
-MAX_ITERATIONS_PER_CALL = 32
-"""Upper bound on PPO iterations fused into one jitted call."""
-
-LogFn = Callable[[dict[str, Any], int], None]
 
 
 def default_config() -> TrainConfig:
@@ -51,45 +45,25 @@ def _resolve_config(
     return config
 
 
-def iterations_until(steps: int, every: int, steps_per_iteration: int) -> int:
-    """PPO iterations until the step count first passes a multiple of ``every``."""
-    target = (steps // every + 1) * every
-    return max(1, math.ceil((target - steps) / steps_per_iteration))
+def _split(ts: TrainingState) -> tuple[Any, tuple[Any, ...]]:
+    """``(graphdef, carried pytrees)`` of a training state; the pytrees are copies, so that
+    donating them to the jitted loop never deletes the caller's buffers."""
+    graphdef, module_state = nnx.split((ts.networks, ts.optimizer))
+    state = (module_state, ts.network_states, ts.env_states, ts.rng_key, ts.steps_taken)
+    return graphdef, jax.tree.map(jnp.copy, state)
 
 
-def passed_multiple(before: int, after: int, every: int) -> bool:
-    """Whether the step count passed a multiple of ``every`` going from before to after."""
-    return after // every > before // every
+def _merge(graphdef: Any, state: tuple[Any, ...]) -> TrainingState:
+    """The ``TrainingState`` (with new module objects) of carried pytrees."""
+    module_state, network_states, env_states, rng_key, steps = state
+    networks, optimizer = nnx.merge(graphdef, module_state)
+    return TrainingState(networks, network_states, env_states, optimizer, rng_key, steps)
 
 
-@dataclasses.dataclass
-class _Carry:
-    """What the jitted loop carries, as plain pytrees, and how to rebuild the objects."""
+def _one_iteration(env: RLEnv, graphdef: Any, step_kwargs: dict[str, Any]):
+    """``ppo_step`` on the carried pytrees, for ``scan_iterations``."""
 
-    graphdef: Any
-    state: tuple[Any, ...]
-
-    @classmethod
-    def from_training_state(cls, ts: TrainingState) -> _Carry:
-        graphdef, module_state = nnx.split((ts.networks, ts.optimizer))
-        state = (module_state, ts.network_states, ts.env_states, ts.rng_key, ts.steps_taken)
-        return cls(graphdef, jax.tree.map(jnp.copy, state))  # donation must not hit the caller
-
-    def training_state(self, state: tuple[Any, ...] | None = None) -> TrainingState:
-        module_state, network_states, env_states, rng_key, steps = state or self.state
-        networks, optimizer = nnx.merge(self.graphdef, module_state)
-        return TrainingState(networks, network_states, env_states, optimizer, rng_key, steps)
-
-
-def _make_train_chunk(env: RLEnv, graphdef: Any, step_kwargs: dict[str, Any], length: int):
-    """A jitted function running up to ``length`` PPO iterations.
-
-    ``run(state, n_active)`` performs the first ``n_active`` iterations (a traced count, so
-    any count up to ``length`` reuses one compilation) and returns the new state and the
-    per-iteration metrics stacked on a leading ``[length]`` axis.
-    """
-
-    def one_iteration(state: tuple[Any, ...]) -> tuple[tuple[Any, ...], dict[str, jax.Array]]:
+    def one_iteration(state: tuple[Any, ...], _: Any) -> tuple[tuple[Any, ...], dict]:
         module_state, network_states, env_states, rng_key, steps = state
         networks, optimizer = nnx.merge(graphdef, module_state)
         ts = TrainingState(networks, network_states, env_states, optimizer, rng_key, steps)
@@ -97,36 +71,7 @@ def _make_train_chunk(env: RLEnv, graphdef: Any, step_kwargs: dict[str, Any], le
         module_state = nnx.state((ts.networks, ts.optimizer))
         return (module_state, ts.network_states, ts.env_states, ts.rng_key, ts.steps_taken), metrics
 
-    def run(state: tuple[Any, ...], n_active: jax.Array) -> tuple[tuple[Any, ...], dict]:
-        metric_shapes = jax.eval_shape(one_iteration, state)[1]
-
-        def skip(s: tuple[Any, ...]) -> tuple[tuple[Any, ...], dict]:
-            return s, jax.tree.map(lambda x: jnp.zeros(x.shape, x.dtype), metric_shapes)
-
-        def body(s: tuple[Any, ...], i: jax.Array) -> tuple[tuple[Any, ...], dict]:
-            return jax.lax.cond(i < n_active, one_iteration, skip, s)
-
-        return jax.lax.scan(body, state, jnp.arange(length))
-
-    return jax.jit(run, donate_argnums=0)
-
-
-def _make_evaluator(env: RLEnv, graphdef: Any, config: TrainConfig):
-    cfg = config.eval
-
-    def evaluate(module_state: Any, key: jax.Array) -> dict[str, jax.Array]:
-        networks, _ = nnx.merge(graphdef, module_state)
-        return eval_rollout(
-            env,
-            networks,
-            cfg.n_envs,
-            cfg.max_episode_length,
-            key,
-            cfg.logging_percentiles,
-            cfg.logging_level,
-        )
-
-    return jax.jit(evaluate)
+    return one_iteration
 
 
 def train_ppo(
@@ -192,7 +137,7 @@ def train_ppo(
         )
     _check_batch(initial_state, p.n_envs)
     loop = _HostLoop(env, eval_env or env, initial_state, config, log_fn, checkpoint_fn, video_fn)
-    return loop.run()
+    return loop.train()
 
 
 def check_compatible(env: RLEnv, networks: nnx.Module) -> None:
@@ -228,8 +173,8 @@ def _check_batch(ts: TrainingState, n_envs: int) -> None:
         )
 
 
-class _HostLoop:
-    """Host loop: jitted chunks of PPO iterations with host-side events in between."""
+class _HostLoop(ChunkedLoop):
+    """PPO's host loop: jitted chunks of ``ppo_step`` with eval, checkpoints and videos."""
 
     def __init__(
         self,
@@ -244,10 +189,19 @@ class _HostLoop:
         p = config.ppo
         self.config = config
         self.initial_state = initial_state
-        self.log_fn = log_fn
-        self.checkpoint_fn = checkpoint_fn
-        self.carry = _Carry.from_training_state(initial_state)
-        self.steps_per_iteration = p.n_envs * p.rollout_length
+        self.graphdef, self.state = _split(initial_state)
+        super().__init__(
+            total_steps=p.total_steps,
+            start_steps=int(initial_state.steps_taken),
+            steps_per_iteration=p.n_envs * p.rollout_length,
+            eval_env=eval_env,
+            eval_config=config.eval,
+            seed=config.seed,
+            logging_level=p.logging_level,
+            log_fn=log_fn,
+            checkpoint_fn=checkpoint_fn,
+            checkpoint_every_steps=config.checkpoint_every_steps,
+        )
         step_kwargs = {
             "n_envs": p.n_envs,
             "rollout_length": p.rollout_length,
@@ -262,81 +216,27 @@ class _HostLoop:
             "logging_level": p.logging_level,
             "logging_percentiles": p.logging_percentiles,
         }
-        steps = int(initial_state.steps_taken)
-        total_iterations = max(0, math.ceil((p.total_steps - steps) / self.steps_per_iteration))
-        self.chunk_length = max(1, min(MAX_ITERATIONS_PER_CALL, total_iterations))
-        self.train_chunk = _make_train_chunk(
-            env, self.carry.graphdef, step_kwargs, self.chunk_length
-        )
-        self.evaluate = _make_evaluator(eval_env, self.carry.graphdef, config)
-        self.eval_key = jax.random.fold_in(jax.random.key(config.seed), 1)
-        self.eval_history: list[dict[str, Any]] = []
+        one_iteration = _one_iteration(env, self.graphdef, step_kwargs)
+        self.train_chunk = scan_iterations(one_iteration, self.chunk_length)
         self.video_fn = video_fn
         if video_fn is not None:
             v = config.video
             self.record_video = VideoRecorder(
-                eval_env, self.carry.graphdef, v.episode_length, v.render_kwargs
+                eval_env, self.graphdef, v.episode_length, v.render_kwargs
             )
             self.video_key = jax.random.fold_in(jax.random.key(config.seed), 2)
 
-    def _events(self) -> list[int]:
-        """The step intervals of the host-side events that are active."""
-        every = []
-        if self.config.eval.enabled:
-            every.append(self.config.eval.every_steps)
-        if self.checkpoint_fn is not None:
-            every.append(self.config.checkpoint_every_steps)
-        if self.video_fn is not None:
-            every.append(self.config.video.every_steps)
-        return every
+    def run_chunk(self, n: int) -> dict[str, Any]:
+        self.state, metrics = self.train_chunk(self.state, None, jnp.asarray(n))
+        return metrics
 
-    def run(self) -> TrainResult:
-        total = self.config.ppo.total_steps
-        steps = int(self.initial_state.steps_taken)
-        iterations, last_metrics = 0, {}
-        while steps < total:
-            remaining = math.ceil((total - steps) / self.steps_per_iteration)
-            n = min(self.chunk_length, remaining)
-            for every in self._events():
-                n = min(n, iterations_until(steps, every, self.steps_per_iteration))
-            start = time.perf_counter()
-            self.carry.state, metrics = self.train_chunk(self.carry.state, jnp.asarray(n))
-            metrics = jax.device_get(metrics)
-            seconds = time.perf_counter() - start
-            after = steps + n * self.steps_per_iteration
-            host_metrics = self._host_events(steps, after, final=after >= total)
-            if self.config.ppo.logging_level & LoggingLevel.THROUGHPUT:
-                host_metrics["throughput/env_steps_per_second"] = (after - steps) / seconds
-                host_metrics["throughput/seconds_per_iteration"] = seconds / n
-            for i in range(n):
-                step_metrics = {k: float(v[i]) for k, v in metrics.items()}
-                if i == n - 1:
-                    step_metrics.update(host_metrics)
-                if self.log_fn is not None:
-                    self.log_fn(step_metrics, steps + (i + 1) * self.steps_per_iteration)
-                last_metrics = step_metrics
-            self._video_event(steps, after)
-            steps, iterations = after, iterations + n
-        return self._result(last_metrics, steps, iterations)
+    def checkpoint_state(self, snapshot: tuple[Any, ...]) -> TrainingState:
+        return _merge(self.graphdef, snapshot)
 
-    def _host_events(self, before: int, after: int, final: bool) -> dict[str, Any]:
-        """Evaluation and checkpoint due at ``after``; returns the evaluation's metrics."""
-        out: dict[str, Any] = {}
-        eval_cfg = self.config.eval
-        if eval_cfg.enabled and (final or passed_multiple(before, after, eval_cfg.every_steps)):
-            key = jax.random.fold_in(self.eval_key, after)
-            out = {
-                k: float(v)
-                for k, v in jax.device_get(self.evaluate(self.carry.state[0], key)).items()
-            }
-            self.eval_history.append({"step": after, **out})
-        every = self.config.checkpoint_every_steps
-        if self.checkpoint_fn is not None and (final or passed_multiple(before, after, every)):
-            snapshot = jax.tree.map(jnp.copy, self.carry.state)
-            self.checkpoint_fn(self.carry.training_state(snapshot), after)
-        return out
+    def extra_events(self) -> list[int]:
+        return [self.config.video.every_steps] if self.video_fn is not None else []
 
-    def _video_event(self, before: int, after: int) -> None:
+    def after_logging(self, before: int, after: int) -> None:
         """Renders and hands over a video when one is due at ``after``.
 
         Runs after the chunk's metrics went to ``log_fn``, so a logger that needs increasing
@@ -345,10 +245,11 @@ class _HostLoop:
         every = self.config.video.every_steps
         if self.video_fn is not None and passed_multiple(before, after, every):
             key = jax.random.fold_in(self.video_key, after)
-            self.video_fn(self.record_video(self.carry.state[0], key, after))
+            self.video_fn(self.record_video(self.state[0], key, after))
 
-    def _result(self, last_metrics: dict[str, Any], steps: int, iterations: int) -> TrainResult:
-        final = self.carry.training_state()
+    def train(self) -> TrainResult:
+        last_metrics, steps, iterations = self.run()
+        final = _merge(self.graphdef, self.state)
         # The caller's modules take the trained values (their own buffers were never donated).
         nnx.update(
             (self.initial_state.networks, self.initial_state.optimizer),
