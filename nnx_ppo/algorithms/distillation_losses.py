@@ -28,7 +28,7 @@ import jax
 import jax.numpy as jnp
 from flax import nnx
 
-from nnx_ppo.algorithms.rollout import tree_where
+from nnx_ppo.algorithms.losses import replay_scan
 from nnx_ppo.algorithms.types import DistillationTransition, LoggingLevel
 
 
@@ -99,19 +99,14 @@ def replay_student(
         unflatten = lambda x: x.reshape(n_steps, -1, *x.shape[1:])  # noqa: E731
         return StudentReplay(unflatten(loc), unflatten(scale))
 
-    graphdef, module_state = nnx.split(student)
-    reset_before = jnp.concatenate([jnp.zeros_like(data.done[:1]), data.done[:-1]], axis=0)
-
-    def body(carry: tuple[Any, Any], x: tuple[Any, Any, jax.Array]) -> tuple[Any, Any]:
-        mod_state, state = carry
-        obs, extras, reset = x
-        module = nnx.merge(graphdef, mod_state)
-        state = tree_where(reset, module.reset_state(state), state)
-        out = module(state, obs, extras)
-        return (nnx.state(module), out.next_state), _distribution(out.output)
-
-    xs = (data.obs, data.student_rollout_extras, reset_before)
-    _, (loc, scale) = jax.lax.scan(body, (module_state, student_state), xs)
+    (loc, scale), _, _ = replay_scan(
+        student,
+        student_state,
+        data.obs,
+        data.student_rollout_extras,
+        data.done,
+        lambda out: _distribution(out.output),
+    )
     return StudentReplay(loc, scale)
 
 

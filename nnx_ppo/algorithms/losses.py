@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+from collections.abc import Callable
 from typing import Any, NamedTuple
 
 import jax
@@ -10,6 +11,7 @@ from flax import nnx
 
 from nnx_ppo.algorithms.rollout import tree_where
 from nnx_ppo.algorithms.types import LoggingLevel, Transition
+from nnx_ppo.networks.types import StatefulOutput
 
 
 def gae(
@@ -106,25 +108,42 @@ def _replay(networks: nnx.Module, network_state: Any, data: Transition) -> Repla
             out.regularization_loss,
         )
 
+    def select(out: StatefulOutput) -> tuple[Any, ...]:
+        o = out.output
+        return (o.loglikelihoods, o.value_estimates, o.metrics, out.regularization_loss)
+
+    (loglik, values, metrics, reg), module, state = replay_scan(
+        networks, network_state, data.obs, data.rollout_extras, data.done, select
+    )
+    last = module(state, last_obs, last_extras)  # same episode: no reset before it
+    return Replay(loglik, values, last.output.value_estimates, metrics, jnp.mean(reg))
+
+
+def replay_scan(
+    networks: nnx.Module,
+    network_state: Any,
+    obs: Any,
+    rollout_extras: Any,
+    done: jax.Array,
+    select: Callable[[StatefulOutput], Any],
+) -> tuple[Any, nnx.Module, Any]:
+    """Steps a stateful network over ``[T, B]`` inputs, resetting its state after each step
+    where ``done``; returns ``select(output)`` of every step stacked on a ``[T]`` axis, the
+    module after the last step, and its state after the last step (not reset)."""
     graphdef, module_state = nnx.split(networks)
-    reset_before = jnp.concatenate([jnp.zeros_like(data.done[:1]), data.done[:-1]], axis=0)
+    reset_before = jnp.concatenate([jnp.zeros_like(done[:1]), done[:-1]], axis=0)
 
     def body(carry: tuple[Any, Any], x: tuple[Any, Any, jax.Array]) -> tuple[Any, Any]:
         mod_state, state = carry
-        obs, extras, reset = x
+        step_obs, extras, reset = x
         module = nnx.merge(graphdef, mod_state)
         state = tree_where(reset, module.reset_state(state), state)
-        out = module(state, obs, extras)
-        o = out.output
-        ys = (o.loglikelihoods, o.value_estimates, o.metrics, out.regularization_loss)
-        return (nnx.state(module), out.next_state), ys
+        out = module(state, step_obs, extras)
+        return (nnx.state(module), out.next_state), select(out)
 
-    xs = (data.obs, data.rollout_extras, reset_before)
+    xs = (obs, rollout_extras, reset_before)
     (module_state, state), ys = jax.lax.scan(body, (module_state, network_state), xs)
-    loglik, values, metrics, reg = ys
-    module = nnx.merge(graphdef, module_state)
-    last = module(state, last_obs, last_extras)  # same episode: no reset before it
-    return Replay(loglik, values, last.output.value_estimates, metrics, jnp.mean(reg))
+    return ys, nnx.merge(graphdef, module_state), state
 
 
 def ppo_loss(

@@ -6,6 +6,7 @@ from typing import Any
 
 import jax
 import jax.numpy as jnp
+import numpy as np
 
 from nnx_ppo.envs import State
 from nnx_ppo.networks.base import StatefulModule, zero_loss
@@ -68,3 +69,16 @@ class RandomLengthEnv:
         return state.replace(
             data={"left": left}, reward=jnp.ones(()), done=(left <= 0).astype(jnp.float32)
         )
+
+
+def expected_counts(done: np.ndarray, start: np.ndarray) -> np.ndarray:
+    """Steps seen since the last reset, counting the current one (a plain loop)."""
+    counts = np.zeros(done.shape, np.float32)
+    for b in range(done.shape[1]):
+        count = start[b]
+        for t in range(done.shape[0]):
+            count += 1
+            counts[t, b] = count
+            if done[t, b]:
+                count = 0
+    return counts

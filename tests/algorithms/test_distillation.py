@@ -37,7 +37,7 @@ from nnx_ppo.algorithms.training import MAX_ITERATIONS_PER_CALL
 from nnx_ppo.networks.base import StatefulModule, zero_loss
 from nnx_ppo.networks.types import PPONetworkOutput, StatefulOutput
 from nnx_ppo.presets import make_networks
-from tests.algorithms.scripted import RandomLengthEnv
+from tests.algorithms.scripted import RandomLengthEnv, expected_counts
 
 ENV = envs.load("PointReach", {"episode_length": 20})
 OBS, ACT = ENV.observation_size, ENV.action_size
@@ -205,19 +205,6 @@ class Counter(StatefulModule):
             distribution_params={"loc": count[:, None], "scale": jnp.ones_like(zeros)},
         )
         return StatefulOutput(count, out, zero_loss(), {}, zeros)
-
-
-def expected_counts(done: np.ndarray, start: np.ndarray) -> np.ndarray:
-    """Steps seen since the last reset, counting the current one (a plain loop)."""
-    counts = np.zeros(done.shape, np.float32)
-    for b in range(done.shape[1]):
-        count = start[b]
-        for t in range(done.shape[0]):
-            count += 1
-            counts[t, b] = count
-            if done[t, b]:
-                count = 0
-    return counts
 
 
 def test_teacher_and_student_states_reset_where_episodes_end():

@@ -8,22 +8,9 @@ import numpy as np
 
 from nnx_ppo.algorithms.losses import _replay
 from nnx_ppo.algorithms.rollout import unroll_env
-from tests.algorithms.scripted import RandomLengthEnv, StepCounter
+from tests.algorithms.scripted import RandomLengthEnv, StepCounter, expected_counts
 
 N_ENVS, N_STEPS = 6, 15
-
-
-def expected_counts(done: np.ndarray, start: np.ndarray) -> np.ndarray:
-    """Steps seen since the last reset, counting the current one (a plain loop)."""
-    counts = np.zeros(done.shape, np.float32)
-    for b in range(done.shape[1]):
-        count = start[b]
-        for t in range(done.shape[0]):
-            count += 1
-            counts[t, b] = count
-            if done[t, b]:
-                count = 0
-    return counts
 
 
 def rollout(start_counts: np.ndarray):
