@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import pathlib
+from typing import Any
 
 import jax
 
@@ -18,3 +19,10 @@ def enable_compilation_cache(directory: str | pathlib.Path) -> None:
     jax.config.update("jax_compilation_cache_dir", str(path))
     jax.config.update("jax_persistent_cache_min_compile_time_secs", 0.0)
     jax.config.update("jax_persistent_cache_min_entry_size_bytes", 0)
+
+
+def same_shapes(a: Any, b: Any) -> bool:
+    """Whether two pytrees (of arrays or shape structs) have one structure and leaf shapes."""
+    return jax.tree.structure(a) == jax.tree.structure(b) and all(
+        x.shape == y.shape for x, y in zip(jax.tree.leaves(a), jax.tree.leaves(b), strict=True)
+    )

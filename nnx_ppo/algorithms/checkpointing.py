@@ -50,6 +50,7 @@ from nnx_ppo.algorithms.checkpoint_metadata import TRUSTED_STATE_MODULES as TRUS
 from nnx_ppo.algorithms.checkpoint_metadata import register_state_class as register_state_class
 from nnx_ppo.algorithms.config import TrainConfig
 from nnx_ppo.algorithms.types import TrainingState
+from nnx_ppo.utils import same_shapes
 
 _NETWORKS, _OPTIMIZER, _METADATA = "networks", "optimizer", "metadata.pkl"
 _STATE_FIELDS = ("network_states", "env_states", "rng_key", "steps_taken")
@@ -349,11 +350,7 @@ def _check_network_states(networks: Any, network_states: Any, env_states: Any) -
     if not leaves or init is None or not getattr(leaves[0], "shape", ()):
         return
     expected = jax.eval_shape(lambda: init(leaves[0].shape[0]))
-    same = jax.tree.structure(expected) == jax.tree.structure(network_states) and all(
-        a.shape == b.shape
-        for a, b in zip(jax.tree.leaves(expected), jax.tree.leaves(network_states), strict=True)
-    )
-    if not same:
+    if not same_shapes(expected, network_states):
         shapes = jax.tree.map(lambda x: x.shape, (network_states, expected))
         raise ValueError(
             f"checkpoint network_states {shapes[0]} do not match the network's "

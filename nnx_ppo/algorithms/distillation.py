@@ -35,6 +35,7 @@ from nnx_ppo.algorithms.distillation_step import (
 )
 from nnx_ppo.algorithms.host_loop import ChunkedLoop, LogFn, scan_iterations
 from nnx_ppo.algorithms.types import DistillationState, RLEnv, TrainingState
+from nnx_ppo.utils import same_shapes
 
 __all__ = [
     "as_training_state",
@@ -111,11 +112,7 @@ def _check_state(state: DistillationState, teacher: nnx.Module, n_envs: int) -> 
         )
     actual = state.teacher_states
     expected = jax.eval_shape(lambda: teacher.initialize_state(n_envs))
-    same = jax.tree.structure(actual) == jax.tree.structure(expected) and all(
-        a.shape == b.shape
-        for a, b in zip(jax.tree.leaves(actual), jax.tree.leaves(expected), strict=True)
-    )
-    if not same:
+    if not same_shapes(actual, expected):
         shapes = jax.tree.map(lambda x: x.shape, (actual, expected))
         raise ValueError(
             f"initial_state.teacher_states {shapes[0]} do not match the teacher's "

@@ -11,13 +11,12 @@ from __future__ import annotations
 from typing import Any
 
 import jax
-import jax.numpy as jnp
 from flax import nnx
 
 from nnx_ppo.algorithms.distillation_losses import distillation_loss
 from nnx_ppo.algorithms.metrics import compute_metrics, log_weight_stats
 from nnx_ppo.algorithms.rollout import reset_done, tree_where, truncation_flags
-from nnx_ppo.algorithms.step import new_training_state, optimize
+from nnx_ppo.algorithms.step import advance, new_training_state, optimize
 from nnx_ppo.algorithms.types import (
     DistillationState,
     DistillationTransition,
@@ -215,8 +214,7 @@ def distillation_step(
         teacher_states=teacher_states,
         env_states=env_states,
         rng_key=key_next,
-        steps_taken=state.steps_taken
-        + jnp.asarray(n_envs * rollout_length).astype(state.steps_taken.dtype),
+        steps_taken=advance(state.steps_taken, n_envs * rollout_length),
     )
     return new_state, metrics
 

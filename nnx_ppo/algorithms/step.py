@@ -104,6 +104,11 @@ def env_minibatches(data: Any, key: jax.Array, n_envs: int, n_minibatches: int, 
     return jax.tree.map(split, data)
 
 
+def advance(steps_taken: jax.Array, n_steps: int) -> jax.Array:
+    """The step counter after ``n_steps`` more env steps, in the counter's own dtype."""
+    return steps_taken + jnp.asarray(n_steps).astype(steps_taken.dtype)
+
+
 def optimize(
     networks: nnx.Module,
     optimizer: nnx.Optimizer,
@@ -213,7 +218,6 @@ def ppo_step(
         network_states=network_states,
         env_states=env_states,
         rng_key=key_next,
-        steps_taken=training_state.steps_taken
-        + jnp.asarray(n_envs * rollout_length).astype(training_state.steps_taken.dtype),
+        steps_taken=advance(training_state.steps_taken, n_envs * rollout_length),
     )
     return new_state, metrics
