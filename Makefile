@@ -1,10 +1,10 @@
-# The habits: `make setup`, `make test`, `make lint`, `make bench`.
+# The habits: `make setup`, `make serve`, `make test`, `make lint`, `make bench`.
 PYTHON ?= python3
 VENV ?= .venv
 PY := $(VENV)/bin/python
 STAMP := $(VENV)/.installed
 
-.PHONY: setup test lint format bench clean
+.PHONY: setup serve test lint format bench clean
 
 setup: $(STAMP)
 
@@ -13,6 +13,9 @@ $(STAMP): pyproject.toml
 	$(PY) -m pip install --quiet --upgrade pip
 	$(PY) -m pip install --quiet -e ".[test,bench,wandb]"
 	touch $(STAMP)
+
+serve: setup
+	$(VENV)/bin/nnx-ppo serve $(SERVE_ARGS)
 
 test: setup
 	$(PY) -m ruff check .

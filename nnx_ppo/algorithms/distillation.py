@@ -24,7 +24,7 @@ import jax
 import jax.numpy as jnp
 from flax import nnx
 
-from nnx_ppo.algorithms.checkpointing import save_checkpoint
+from nnx_ppo.algorithms.checkpointing import load_checkpoint, save_checkpoint
 from nnx_ppo.algorithms.config import DistillationTrainConfig, DistillationTrainResult
 from nnx_ppo.algorithms.distillation_losses import distillation_loss
 from nnx_ppo.algorithms.distillation_step import (
@@ -33,7 +33,7 @@ from nnx_ppo.algorithms.distillation_step import (
     new_distillation_state,
     unroll_distillation,
 )
-from nnx_ppo.algorithms.host_loop import ChunkedLoop, LogFn, scan_iterations
+from nnx_ppo.algorithms.host_loop import ChunkedLoop, LogFn, StopFn, scan_iterations
 from nnx_ppo.algorithms.types import DistillationState, RLEnv, TrainingState
 from nnx_ppo.utils import same_shapes
 
@@ -132,6 +132,7 @@ def train_distillation(
     checkpoint_fn: CheckpointFn | None = None,
     eval_env: RLEnv | None = None,
     initial_state: DistillationState | None = None,
+    should_stop: StopFn | None = None,
 ) -> DistillationTrainResult:
     """Distill ``teacher`` into ``student``.
 
@@ -161,6 +162,8 @@ def train_distillation(
         eval_env: Environment for evaluation rollouts. If None, uses ``env``.
         initial_state: Resume from an existing ``DistillationState`` (its student and
             optimizer are the ones trained). If None, creates a new one.
+        should_stop: As in ``train_ppo``: asked after each jitted call; True stops
+            training there, after a checkpoint.
 
     Returns:
         ``DistillationTrainResult`` with the final state, metrics and eval history.
@@ -186,7 +189,9 @@ def train_distillation(
             d.weight_decay,
         )
     _check_state(initial_state, teacher, d.n_envs)
-    loop = _HostLoop(env, eval_env or env, teacher, initial_state, config, log_fn, checkpoint_fn)
+    loop = _HostLoop(
+        env, eval_env or env, teacher, initial_state, config, log_fn, checkpoint_fn, should_stop
+    )
     return loop.train()
 
 
@@ -222,6 +227,45 @@ def make_distillation_checkpoint_fn(directory: str) -> CheckpointFn:
         save_checkpoint(directory, as_training_state(state), step)
 
     return checkpoint_fn
+
+
+def load_distillation_state(
+    path: str,
+    env: RLEnv,
+    student: nnx.Module,
+    teacher: nnx.Module,
+    config: DistillationTrainConfig,
+) -> DistillationState:
+    """A ``DistillationState`` to resume from a ``make_distillation_checkpoint_fn``
+    checkpoint: the student, its optimizer, its and the envs' states, the key and the step
+    from ``path``; the teacher's per-env states fresh (``teacher.initialize_state``), since
+    checkpoints do not hold them. ``student`` is the template the checkpoint loads into.
+
+    Raises:
+        FileNotFoundError: If ``path`` is not a checkpoint.
+        ValueError: If the checkpoint does not hold this student or this many envs.
+    """
+    d = config.distillation
+    template = new_distillation_state(
+        env,
+        student,
+        teacher,
+        d.n_envs,
+        config.seed,
+        d.learning_rate,
+        d.gradient_clipping,
+        d.weight_decay,
+    )
+    restored = load_checkpoint(path, template.student, template.optimizer)["training_state"]
+    return DistillationState(
+        student=restored.networks,
+        student_states=restored.network_states,
+        teacher_states=template.teacher_states,
+        env_states=restored.env_states,
+        optimizer=restored.optimizer,
+        rng_key=restored.rng_key,
+        steps_taken=restored.steps_taken,
+    )
 
 
 def _split(s: DistillationState) -> tuple[Any, tuple[Any, ...]]:
@@ -266,6 +310,7 @@ class _HostLoop(ChunkedLoop):
         config: DistillationTrainConfig,
         log_fn: LogFn | None,
         checkpoint_fn: CheckpointFn | None,
+        should_stop: StopFn | None = None,
     ):
         d = config.distillation
         self.initial_state = initial_state
@@ -281,6 +326,7 @@ class _HostLoop(ChunkedLoop):
             log_fn=log_fn,
             checkpoint_fn=checkpoint_fn,
             checkpoint_every_steps=config.checkpoint_every_steps,
+            should_stop=should_stop,
         )
         teacher_graphdef, self.teacher_vars = nnx.split(teacher)
         step_kwargs = {

@@ -26,6 +26,7 @@ MAX_ITERATIONS_PER_CALL = 32
 """Upper bound on iterations fused into one jitted call."""
 
 LogFn = Callable[[dict[str, Any], int], None]
+StopFn = Callable[[], bool]
 
 
 def iterations_until(steps: int, every: int, steps_per_iteration: int) -> int:
@@ -105,8 +106,11 @@ class ChunkedLoop:
         log_fn: LogFn | None,
         checkpoint_fn: Callable[[Any, int], None] | None,
         checkpoint_every_steps: int,
+        should_stop: StopFn | None = None,
     ):
         self.total_steps = total_steps
+        self.should_stop = should_stop
+        self.last_checkpoint_step: int | None = None
         self.start_steps = start_steps
         self.steps_per_iteration = steps_per_iteration
         self.eval_config = eval_config
@@ -145,7 +149,11 @@ class ChunkedLoop:
         return every
 
     def run(self) -> tuple[dict[str, Any], int, int]:
-        """Trains to ``total_steps``; returns the last metrics, the steps and iterations."""
+        """Trains to ``total_steps``; returns the last metrics, the steps and iterations.
+
+        When ``should_stop`` answers True after a jitted call (its metrics logged), training
+        stops early, after a checkpoint of the state reached (unless one was just written).
+        """
         steps, iterations, last_metrics = self.start_steps, 0, {}
         while steps < self.total_steps:
             n = min(
@@ -171,7 +179,18 @@ class ChunkedLoop:
                 last_metrics = step_metrics
             self.after_logging(steps, after)
             steps, iterations = after, iterations + n
+            if steps < self.total_steps and self.should_stop is not None and self.should_stop():
+                if self.checkpoint_fn is not None and self.last_checkpoint_step != steps:
+                    self.save_checkpoint(steps)
+                break
         return last_metrics, steps, iterations
+
+    def save_checkpoint(self, step: int) -> None:
+        if self.checkpoint_fn is None:
+            return
+        snapshot = jax.tree.map(jnp.copy, self.state)
+        self.checkpoint_fn(self.checkpoint_state(snapshot), step)
+        self.last_checkpoint_step = step
 
     def host_events(self, before: int, after: int, final: bool) -> dict[str, Any]:
         """Evaluation and checkpoint due at ``after``; returns the evaluation's metrics."""
@@ -184,6 +203,5 @@ class ChunkedLoop:
             self.eval_history.append({"step": after, **out})
         every = self.checkpoint_every_steps
         if self.checkpoint_fn is not None and (final or passed_multiple(before, after, every)):
-            snapshot = jax.tree.map(jnp.copy, self.state)
-            self.checkpoint_fn(self.checkpoint_state(snapshot), after)
+            self.save_checkpoint(after)
         return out

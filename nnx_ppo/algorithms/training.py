@@ -19,7 +19,13 @@ from nnx_ppo.algorithms.config import TrainConfig, TrainResult, VideoData
 from nnx_ppo.algorithms.host_loop import (
     MAX_ITERATIONS_PER_CALL as MAX_ITERATIONS_PER_CALL,
 )
-from nnx_ppo.algorithms.host_loop import ChunkedLoop, LogFn, passed_multiple, scan_iterations
+from nnx_ppo.algorithms.host_loop import (
+    ChunkedLoop,
+    LogFn,
+    StopFn,
+    passed_multiple,
+    scan_iterations,
+)
 from nnx_ppo.algorithms.step import new_training_state, ppo_step
 from nnx_ppo.algorithms.types import RLEnv, TrainingState
 from nnx_ppo.algorithms.video import VideoRecorder, check_renderable
@@ -86,6 +92,7 @@ def train_ppo(
     checkpoint_fn: Callable[[TrainingState, int], None] | None = None,
     eval_env: RLEnv | None = None,
     initial_state: TrainingState | None = None,
+    should_stop: StopFn | None = None,
 ) -> TrainResult:
     """Train a PPO agent.
 
@@ -112,6 +119,9 @@ def train_ppo(
         eval_env: Environment for evaluation rollouts. If None, uses env.
         initial_state: Resume training from an existing TrainingState (its networks and
             optimizer are the ones trained). If None, creates a new TrainingState.
+        should_stop: Asked after each jitted call of up to ``MAX_ITERATIONS_PER_CALL``
+            iterations (an addition to the seed API): when it returns True, training stops
+            there, after a checkpoint (with a ``checkpoint_fn``). For cancelling a run.
 
     Returns:
         TrainResult containing final TrainingState, metrics, and eval history.
@@ -136,7 +146,9 @@ def train_ppo(
             learning_rate_decay_steps=decay,
         )
     _check_batch(initial_state, p.n_envs)
-    loop = _HostLoop(env, eval_env or env, initial_state, config, log_fn, checkpoint_fn, video_fn)
+    loop = _HostLoop(
+        env, eval_env or env, initial_state, config, log_fn, checkpoint_fn, video_fn, should_stop
+    )
     return loop.train()
 
 
@@ -185,6 +197,7 @@ class _HostLoop(ChunkedLoop):
         log_fn: LogFn | None,
         checkpoint_fn: Callable[[TrainingState, int], None] | None,
         video_fn: Callable[[VideoData], None] | None = None,
+        should_stop: StopFn | None = None,
     ):
         p = config.ppo
         self.config = config
@@ -201,6 +214,7 @@ class _HostLoop(ChunkedLoop):
             log_fn=log_fn,
             checkpoint_fn=checkpoint_fn,
             checkpoint_every_steps=config.checkpoint_every_steps,
+            should_stop=should_stop,
         )
         step_kwargs = {
             "n_envs": p.n_envs,

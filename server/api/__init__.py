@@ -1,0 +1,1 @@
+"""The HTTP and websocket API: one router per resource."""

@@ -1,0 +1,39 @@
+"""``GET /api/health``: status and version for anyone; workers and devices with the token."""
+
+from __future__ import annotations
+
+import time
+
+from fastapi import APIRouter, Request
+from starlette.concurrency import run_in_threadpool
+
+from server import __version__
+from server.api.deps import ServicesDep
+from server.schemas import HealthPublic, WorkerPublic
+
+router = APIRouter(tags=["health"])
+
+
+@router.get("/health", response_model=HealthPublic, response_model_exclude_none=True)
+async def health(request: Request, services: ServicesDep) -> HealthPublic:
+    if not request.scope.get("state", {}).get("authenticated"):
+        return HealthPublic(status="ok", version=__version__)
+    rows = await run_in_threadpool(services.store.workers)
+    now = time.time()
+    workers = [
+        WorkerPublic(
+            id=w.id,
+            hostname=w.hostname,
+            pid=w.pid,
+            heartbeat_at=w.heartbeat_at,
+            seconds_since_heartbeat=round(now - w.heartbeat_at, 3),
+            slots=w.slots,
+        )
+        for w in rows
+    ]
+    live = [w for w in rows if now - w.heartbeat_at <= services.settings.heartbeat_timeout]
+    backend = live[0].backend if live else None
+    devices = sorted({d for w in live for d in w.devices})
+    return HealthPublic(
+        status="ok", version=__version__, jax_backend=backend, devices=devices, workers=workers
+    )

@@ -1,0 +1,70 @@
+"""A run's metrics: downsampled columnar series, and everything as CSV."""
+
+from __future__ import annotations
+
+import csv
+import io
+from collections.abc import Iterator
+from typing import Annotated
+
+from fastapi import APIRouter, Query
+from fastapi.responses import StreamingResponse
+from sqlalchemy import text
+
+from server import values
+from server.api.deps import RunDep, ServicesDep
+from server.api.runs import NOT_FOUND
+from server.metrics_query import metric_keys, read_series
+from server.schemas import MetricsPublic, SeriesPublic
+
+router = APIRouter(prefix="/runs", tags=["metrics"])
+
+
+@router.get("/{run_id}/metrics", response_model=MetricsPublic, responses=NOT_FOUND)
+def get_metrics(
+    run: RunDep,
+    services: ServicesDep,
+    keys: Annotated[str | None, Query(max_length=10_000, description="Comma-separated")] = None,
+    after_step: Annotated[int, Query(ge=-1, le=2**62)] = -1,
+    max_points: Annotated[int, Query(ge=1, le=100_000)] = 1000,
+) -> MetricsPublic:
+    engine = services.store.sessions.kw["bind"]
+    with engine.connect() as conn:
+        known = metric_keys(conn, run.id)
+        wanted = known if keys is None else [k for k in keys.split(",") if k in set(known)]
+        series = {
+            key: SeriesPublic(**read_series(conn, run.id, key, after_step, max_points).as_dict())
+            for key in wanted
+        }
+    return MetricsPublic(series=series)
+
+
+@router.get("/{run_id}/metrics.csv", response_class=StreamingResponse, responses=NOT_FOUND)
+def metrics_csv(run: RunDep, services: ServicesDep) -> StreamingResponse:
+    engine = services.store.sessions.kw["bind"]
+
+    def rows() -> Iterator[str]:
+        buffer = io.StringIO()
+        writer = csv.writer(buffer)
+        writer.writerow(["step", "wall_time", "key", "value"])
+        with engine.connect() as conn:
+            result = conn.execute(
+                text(
+                    "SELECT step, wall_time, key, value FROM metrics WHERE run_id = :r "
+                    "ORDER BY step, key"
+                ),
+                {"r": run.id},
+            )
+            for step, wall_time, key, value in result:
+                writer.writerow([step, repr(wall_time), key, values.encode(value)])
+                if buffer.tell() > 65536:
+                    yield buffer.getvalue()
+                    buffer.seek(0)
+                    buffer.truncate()
+        yield buffer.getvalue()
+
+    return StreamingResponse(
+        rows(),
+        media_type="text/csv",
+        headers={"Content-Disposition": f'attachment; filename="{run.id}-metrics.csv"'},
+    )

@@ -1,0 +1,137 @@
+"""The app factory: FastAPI with a lifespan that migrates the database and starts the
+service's helpers (spec checker, env catalogue, stream hub, optionally the local worker
+supervisor), the API routers under ``/api`` and the dashboard at ``/``."""
+
+from __future__ import annotations
+
+import logging
+from collections.abc import AsyncIterator
+from contextlib import asynccontextmanager
+from pathlib import Path
+
+from fastapi import APIRouter, FastAPI, Request
+from fastapi.responses import FileResponse, HTMLResponse, JSONResponse, RedirectResponse, Response
+from starlette.exceptions import HTTPException as StarletteHTTPException
+
+from server import __version__
+from server.api import artifacts, envs, health, metrics, runs, stream
+from server.api.deps import Services
+from server.checker import EnvCatalogue, SpecChecker
+from server.db import make_engine, make_sessionmaker, migrate
+from server.run_store import RunStore
+from server.security import COOKIE, AccessMiddleware, BodyTooLarge, token_matches
+from server.settings import Settings
+from server.stream_hub import StreamHub
+from server.supervisor_process import SupervisorProcess
+
+log = logging.getLogger("nnx_ppo.server")
+
+FRONTEND_DIST = Path(__file__).resolve().parent.parent / "frontend" / "dist"
+
+
+def create_app(settings: Settings, *, with_worker: bool = True) -> FastAPI:
+    @asynccontextmanager
+    async def lifespan(app: FastAPI) -> AsyncIterator[None]:
+        settings.ensure_dirs()
+        migrate(settings.db_url)
+        engine = make_engine(settings.db_url)
+        store = RunStore(make_sessionmaker(engine), settings.runs_dir)
+        services = Services(
+            settings,
+            store,
+            SpecChecker(),
+            EnvCatalogue(settings.data_dir, settings.list_playground_envs),
+            StreamHub(store),
+        )
+        app.state.services = services
+        services.checker.start()
+        services.catalogue.start()
+        services.hub.start()
+        worker = SupervisorProcess(settings) if with_worker else None
+        if worker is not None:
+            worker.start()
+        try:
+            yield
+        finally:
+            if worker is not None:
+                worker.stop()
+            await services.hub.stop()
+            services.checker.stop()
+            services.catalogue.stop()
+            engine.dispose()
+
+    app = FastAPI(
+        title="nnx-ppo",
+        version=__version__,
+        lifespan=lifespan,
+        openapi_url="/api/openapi.json",
+        docs_url="/api/docs",
+        redoc_url=None,
+    )
+    api = APIRouter(prefix="/api")
+    for module in (health, envs, runs, metrics, artifacts, stream):
+        api.include_router(module.router)
+    app.include_router(api)
+    _add_error_handlers(app)
+    _add_dashboard(app, settings)
+    app.add_middleware(
+        AccessMiddleware,
+        token=settings.token,
+        allowed_hosts=settings.allowed_hosts,
+        max_body_bytes=settings.max_body_bytes,
+    )
+    return app
+
+
+def _add_error_handlers(app: FastAPI) -> None:
+    @app.exception_handler(BodyTooLarge)
+    async def too_large(_request: Request, _error: BodyTooLarge) -> JSONResponse:
+        return JSONResponse({"detail": "request body too large"}, status_code=413)
+
+    @app.exception_handler(Exception)
+    async def unexpected(request: Request, error: Exception) -> JSONResponse:
+        log.exception("unhandled error on %s %s", request.method, request.url.path)
+        return JSONResponse({"detail": f"internal error: {type(error).__name__}"}, 500)
+
+
+_NOT_BUILT = """<!doctype html><title>nnx-ppo</title>
+<p>The dashboard is not built. Run <code>make setup</code> (or <code>npm ci && npm run build</code>
+in <code>frontend/</code>); the API is at <a href="/api/docs">/api/docs</a>.</p>"""
+
+
+def _add_dashboard(app: FastAPI, settings: Settings) -> None:
+    """``/?token=T`` stores the token in a cookie and redirects to ``/``; other paths outside
+    ``/api`` serve the built dashboard (files by path, else ``index.html``)."""
+
+    def page(path: str) -> Response:
+        root = FRONTEND_DIST.resolve()
+        index = root / "index.html"
+        if path:
+            candidate = (root / path).resolve()
+            if candidate.is_relative_to(root) and candidate.is_file():
+                return FileResponse(candidate)
+        if index.is_file():
+            return FileResponse(index, headers={"Cache-Control": "no-cache"})
+        return HTMLResponse(_NOT_BUILT)
+
+    @app.get("/", include_in_schema=False)
+    async def root(request: Request, token: str | None = None) -> Response:
+        if token is not None:
+            if not token_matches(token, settings.token):
+                return HTMLResponse(_bad_token_page(), status_code=401)
+            response = RedirectResponse("/", status_code=303)
+            response.set_cookie(COOKIE, token, httponly=True, samesite="strict", path="/")
+            return response
+        return page("")
+
+    @app.get("/{path:path}", include_in_schema=False)
+    async def dashboard(path: str) -> Response:
+        if path == "api" or path.startswith("api/"):
+            raise StarletteHTTPException(404, "Not Found")
+        return page(path)
+
+
+def _bad_token_page() -> str:
+    return """<!doctype html><title>nnx-ppo: wrong token</title>
+<h1>Wrong access token</h1><p>Open the URL that <code>nnx-ppo serve</code> printed (it
+carries the token), or set <code>NNX_PPO_API_TOKEN</code> and use that.</p>"""

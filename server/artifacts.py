@@ -1,0 +1,148 @@
+"""A run's files: checkpoints (``checkpoints/step_XXXXXXXXXX/``), videos, logs.
+
+Every path is built from validated parts (an integer step, a stored file name) under the
+run's directory and checked to stay there after resolving links; symlinks inside a run
+directory are never followed or archived.
+"""
+
+from __future__ import annotations
+
+import io
+import os
+import re
+import tarfile
+import tempfile
+from dataclasses import dataclass
+from pathlib import Path
+
+STEP_DIR = re.compile(r"step_(\d{10})")
+LOG_FILE = "run.log"
+
+
+class OutsideRunDir(Exception):
+    """A path that resolves outside its run's directory."""
+
+
+@dataclass(frozen=True)
+class Checkpoint:
+    step: int
+    path: Path
+    size_bytes: int
+    created_at: float
+
+
+def checkpoints_dir(run_dir: Path) -> Path:
+    return run_dir / "checkpoints"
+
+
+def videos_dir(run_dir: Path) -> Path:
+    return run_dir / "videos"
+
+
+def logs_dir(run_dir: Path) -> Path:
+    return run_dir / "logs"
+
+
+def inside(run_dir: Path, path: Path) -> Path:
+    """``path`` if it is a regular file or directory inside ``run_dir`` (links resolved);
+    raises ``OutsideRunDir`` otherwise."""
+    root = run_dir.resolve()
+    resolved = path.resolve()
+    if path.is_symlink() or not resolved.is_relative_to(root) or resolved == root:
+        raise OutsideRunDir(str(path))
+    return resolved
+
+
+def list_checkpoints(run_dir: Path) -> list[Checkpoint]:
+    """Complete checkpoints, oldest first (half-written ones live under hidden names)."""
+    directory = checkpoints_dir(run_dir)
+    try:
+        names = sorted(os.listdir(directory))
+    except OSError:
+        return []
+    found = []
+    for name in names:
+        match = STEP_DIR.fullmatch(name)
+        path = directory / name
+        if match is None or path.is_symlink() or not path.is_dir():
+            continue
+        found.append(Checkpoint(int(match.group(1)), path, _tree_size(path), path.stat().st_mtime))
+    return found
+
+
+def find_checkpoint(run_dir: Path, step: int | None) -> Checkpoint | None:
+    """The checkpoint at ``step``, or the newest when ``step`` is None."""
+    checkpoints = list_checkpoints(run_dir)
+    if step is None:
+        return checkpoints[-1] if checkpoints else None
+    return next((c for c in checkpoints if c.step == step), None)
+
+
+def _tree_size(path: Path) -> int:
+    total = 0
+    for root, _dirs, files in os.walk(path):
+        for name in files:
+            file = Path(root) / name
+            if not file.is_symlink():
+                total += file.stat().st_size
+    return total
+
+
+def checkpoint_archive(run_dir: Path, checkpoint: Checkpoint) -> Path:
+    """A ``.tar.gz`` of the checkpoint whose single top-level folder is ``step_X/``,
+    built once and cached in ``run_dir/archives/``."""
+    inside(run_dir, checkpoint.path)
+    archives = run_dir / "archives"
+    archives.mkdir(exist_ok=True)
+    target = archives / f"{checkpoint.path.name}.tar.gz"
+    if target.exists() and target.stat().st_mtime >= checkpoint.created_at:
+        return target
+    fd, tmp = tempfile.mkstemp(dir=archives, prefix=".", suffix=".tmp")
+    try:
+        with os.fdopen(fd, "wb") as raw, tarfile.open(fileobj=raw, mode="w:gz") as tar:
+            _add_tree(tar, checkpoint.path, checkpoint.path.name)
+        os.replace(tmp, target)
+    except BaseException:
+        Path(tmp).unlink(missing_ok=True)
+        raise
+    return target
+
+
+def _add_tree(tar: tarfile.TarFile, path: Path, arcname: str) -> None:
+    """Adds directories and regular files only: links are skipped, never followed."""
+    tar.add(path, arcname=arcname, recursive=False)
+    for entry in sorted(path.iterdir()):
+        if entry.is_symlink():
+            continue
+        name = f"{arcname}/{entry.name}"
+        if entry.is_dir():
+            _add_tree(tar, entry, name)
+        elif entry.is_file():
+            tar.add(entry, arcname=name, recursive=False)
+
+
+def log_tail(run_dir: Path, lines: int | None) -> str:
+    """The run process's output, or its last ``lines`` lines."""
+    path = logs_dir(run_dir) / LOG_FILE
+    try:
+        inside(run_dir, path)
+        with open(path, "rb") as f:
+            if lines is None:
+                return f.read().decode("utf-8", "replace")
+            return _tail(f, lines)
+    except (OSError, OutsideRunDir):
+        return ""
+
+
+def _tail(f: io.BufferedReader, lines: int) -> str:
+    f.seek(0, os.SEEK_END)
+    end = f.tell()
+    block, data = 8192, b""
+    while end > 0 and data.count(b"\n") <= lines:
+        start = max(0, end - block)
+        f.seek(start)
+        data = f.read(end - start) + data
+        end = start
+    text = data.decode("utf-8", "replace")
+    parts = text.splitlines()[-lines:] if lines else []
+    return "\n".join(parts) + ("\n" if parts else "")

@@ -1,0 +1,163 @@
+"""The spec checker and the env catalogue, each in a child process of the API.
+
+Judging a spec needs the library (env loading, network shapes), which imports JAX; the API
+process must not. A long-lived ``SpecChecker`` process answers one check at a time over a
+pipe; the env catalogue is computed once by a short-lived process and cached in the data
+directory (per library version), since describing every MuJoCo Playground env takes a minute.
+Both children run JAX on the CPU: they only trace shapes.
+"""
+
+from __future__ import annotations
+
+import json
+import logging
+import multiprocessing as mp
+import os
+import threading
+from multiprocessing.connection import Connection
+from pathlib import Path
+from typing import Any
+
+from server import __version__
+
+log = logging.getLogger("nnx_ppo.server")
+
+CHECK_TIMEOUT_S = 120.0
+
+
+class CheckerUnavailable(Exception):
+    """The checker process died or did not answer in time."""
+
+
+def _child_env() -> None:
+    os.environ["JAX_PLATFORMS"] = "cpu"
+    os.environ.setdefault("MUJOCO_GL", "egl")
+
+
+def _checker_main(conn: Connection) -> None:
+    _child_env()
+    from server.spec_check import check_spec
+
+    while True:
+        try:
+            request = conn.recv()
+        except EOFError:
+            return
+        spec, teacher_network = request
+        try:
+            conn.send(("ok", check_spec(spec, teacher_network)))
+        except Exception as error:
+            conn.send(("error", f"{type(error).__name__}: {error}"))
+
+
+def _catalogue_main(path: str, include_playground: bool) -> None:
+    _child_env()
+    from server.spec_check import describe_envs
+
+    tmp = f"{path}.tmp"
+    entries = []
+    for entry in describe_envs(include_playground):
+        entries.append(entry)
+        with open(tmp, "w") as f:  # partial results, so that built-ins show at once
+            json.dump({"version": __version__, "complete": False, "items": entries}, f)
+        os.replace(tmp, path)
+    with open(tmp, "w") as f:
+        json.dump({"version": __version__, "complete": True, "items": entries}, f)
+    os.replace(tmp, path)
+
+
+class SpecChecker:
+    """Runs ``spec_check.check_spec`` in a child process; thread-safe, one check at a time."""
+
+    def __init__(self) -> None:
+        self._lock = threading.Lock()
+        self._process: mp.process.BaseProcess | None = None
+        self._conn: Connection | None = None
+
+    def _ensure_started(self) -> Connection:
+        if self._process is None or not self._process.is_alive() or self._conn is None:
+            ctx = mp.get_context("spawn")
+            parent, child = ctx.Pipe()
+            process = ctx.Process(
+                target=_checker_main, args=(child,), daemon=True, name="nnx-ppo-spec-checker"
+            )
+            process.start()
+            child.close()
+            self._process, self._conn = process, parent
+        return self._conn
+
+    def start(self) -> None:
+        with self._lock:
+            self._ensure_started()
+
+    def check(self, spec: dict[str, Any], teacher_network: dict[str, Any] | None) -> list[dict]:
+        with self._lock:
+            conn = self._ensure_started()
+            try:
+                conn.send((spec, teacher_network))
+                if not conn.poll(CHECK_TIMEOUT_S):
+                    self._kill()
+                    raise CheckerUnavailable("the spec check did not finish in time")
+                status, answer = conn.recv()
+            except (EOFError, OSError, BrokenPipeError) as error:
+                self._kill()
+                raise CheckerUnavailable(f"the spec checker stopped: {error}") from error
+        if status != "ok":
+            raise CheckerUnavailable(f"the spec check failed: {answer}")
+        return answer
+
+    def _kill(self) -> None:
+        if self._process is not None:
+            self._process.kill()
+            self._process.join(5)
+        self._process, self._conn = None, None
+
+    def stop(self) -> None:
+        with self._lock:
+            if self._conn is not None:
+                self._conn.close()
+            if self._process is not None:
+                self._process.join(2)
+            self._kill()
+
+
+class EnvCatalogue:
+    """The env list for ``GET /api/envs``, read from a cache file that a child process
+    fills (built-in envs first, then MuJoCo Playground's)."""
+
+    def __init__(self, data_dir: Path, include_playground: bool = True):
+        self.path = data_dir / ("envs.json" if include_playground else "envs-builtin.json")
+        self.include_playground = include_playground
+        self._process: mp.process.BaseProcess | None = None
+
+    def start(self) -> None:
+        cached = self._read()
+        if cached is not None and cached.get("complete") and cached.get("version") == __version__:
+            return
+        ctx = mp.get_context("spawn")
+        self._process = ctx.Process(
+            target=_catalogue_main,
+            args=(str(self.path), self.include_playground),
+            daemon=True,
+            name="nnx-ppo-env-catalogue",
+        )
+        self._process.start()
+
+    def stop(self) -> None:
+        if self._process is not None and self._process.is_alive():
+            self._process.kill()
+            self._process.join(5)
+
+    def _read(self) -> dict[str, Any] | None:
+        try:
+            with open(self.path) as f:
+                return json.load(f)
+        except (OSError, ValueError):
+            return None
+
+    def entries(self) -> tuple[list[dict[str, Any]], bool]:
+        data = self._read() or {}
+        return list(data.get("items", [])), bool(data.get("complete", False))
+
+    def names(self) -> set[str]:
+        return {entry["name"] for entry in self.entries()[0]}

@@ -1,0 +1,116 @@
+"""The ``nnx-ppo`` console script: ``serve`` and ``worker`` here, the library's commands
+(``envs``, ``train``) in ``nnx_ppo.cli``."""
+
+from __future__ import annotations
+
+import argparse
+import os
+import sys
+from typing import Any
+
+from pydantic import ValidationError
+
+SERVICE_COMMANDS = ("serve", "worker")
+
+
+def _parser() -> argparse.ArgumentParser:
+    parser = argparse.ArgumentParser(
+        prog="nnx-ppo",
+        description="PPO and distillation on MuJoCo Playground, and the service that runs it. "
+        "Library commands: `nnx-ppo envs`, `nnx-ppo train` (see `nnx-ppo train --help`).",
+    )
+    sub = parser.add_subparsers(dest="command", required=True)
+    serve = sub.add_parser("serve", help="start the API, the dashboard and a local worker")
+    serve.add_argument("--host", help="interface to bind (default 127.0.0.1)")
+    serve.add_argument("--port", type=int, help="port (default 8000)")
+    serve.add_argument("--no-worker", action="store_true", help="start the API alone")
+    serve.add_argument(
+        "--allowed-hosts",
+        help="comma-separated Host names accepted besides loopback (needed with --host 0.0.0.0)",
+    )
+    worker = sub.add_parser(
+        "worker", help="run a worker supervisor alone, against the same database as the API"
+    )
+    for command in (serve, worker):
+        command.add_argument(
+            "--data-dir", help="data directory (default ./nnx_ppo_data; env NNX_PPO_DATA_DIR)"
+        )
+        command.add_argument(
+            "--workers",
+            type=int,
+            help="runs executing at once (default: one per GPU, one on a CPU-only machine)",
+        )
+    return parser
+
+
+def _settings(args: argparse.Namespace) -> Any:
+    from server.settings import Settings
+
+    overrides = {
+        "host": getattr(args, "host", None),
+        "port": getattr(args, "port", None),
+        "data_dir": args.data_dir,
+        "workers": args.workers,
+        "allowed_hosts": getattr(args, "allowed_hosts", None),
+    }
+    return Settings(**{k: v for k, v in overrides.items() if v is not None})
+
+
+def serve(args: argparse.Namespace) -> int:
+    import uvicorn
+
+    from server.app import create_app
+    from server.db import migrate
+
+    settings = _settings(args)
+    settings.ensure_dirs()
+    migrate(settings.db_url)
+    app = create_app(settings, with_worker=not args.no_worker)
+    shown = "127.0.0.1" if settings.host in ("0.0.0.0", "::") else settings.host
+    shown = f"[{shown}]" if ":" in shown else shown
+    print(
+        f"nnx-ppo {'API' if args.no_worker else 'API and worker'}: data in "
+        f"{settings.data_dir.resolve()}",
+        flush=True,
+    )
+    print(f"Dashboard: http://{shown}:{settings.port}/?token={settings.token}", flush=True)
+    uvicorn.run(
+        app,
+        host=settings.host,
+        port=settings.port,
+        ws_max_size=65536,
+        timeout_graceful_shutdown=5,
+        log_level="warning",
+    )
+    return 0
+
+
+def worker(args: argparse.Namespace) -> int:
+    from server import supervisor
+
+    settings = _settings(args)
+    supervisor.main(settings.model_dump_json())
+    return 0
+
+
+def main(argv: list[str] | None = None) -> int:
+    argv = sys.argv[1:] if argv is None else argv
+    if not argv or argv[0] not in (*SERVICE_COMMANDS, "-h", "--help"):
+        from nnx_ppo import cli
+
+        return cli.main(argv)
+    os.environ.setdefault("MUJOCO_GL", "egl")
+    args = _parser().parse_args(argv)
+    try:
+        return serve(args) if args.command == "serve" else worker(args)
+    except ValidationError as error:
+        for e in error.errors():
+            print(f"error: {'.'.join(map(str, e['loc']))}: {e['msg']}", file=sys.stderr)
+        return 2
+    except OSError as error:
+        print(f"error: {error}", file=sys.stderr)
+        return 2
+
+
+if __name__ == "__main__":
+    sys.exit(main())

@@ -1,0 +1,214 @@
+"""What a run process does, once JAX is imported: build the env, networks and config from
+the run's spec, resume from a checkpoint when there is one, train with the reporter's
+callbacks, and decide the outcome.
+
+The checkpoint to start from: the run's own newest complete checkpoint (a run that was
+interrupted and requeued), else the spec's ``resume_from``.
+"""
+
+from __future__ import annotations
+
+import math
+import time
+from pathlib import Path
+from typing import Any
+
+import jax
+import numpy as np
+
+from nnx_ppo import envs
+from nnx_ppo.algorithms import checkpointing
+from nnx_ppo.algorithms.config import DistillationTrainConfig, TrainConfig, VideoData
+from nnx_ppo.algorithms.distillation import (
+    load_distillation_state,
+    make_distillation_checkpoint_fn,
+    train_distillation,
+)
+from nnx_ppo.algorithms.step import new_training_state
+from nnx_ppo.algorithms.teacher import load_teacher
+from nnx_ppo.algorithms.training import train_ppo
+from nnx_ppo.algorithms.video import encode_mp4
+from nnx_ppo.presets import make_networks
+from nnx_ppo.utils import enable_compilation_cache
+from server import artifacts
+from server.reporter import RunReporter
+from server.run_process import StopSignal
+from server.schemas import NetworkSpec
+from server.settings import Settings
+from server.spec_check import make_config
+
+Outcome = tuple[str, str | None]
+
+
+class Diverged(Exception):
+    """Training produced a non-finite value."""
+
+
+class RunExecution:
+    def __init__(self, settings: Settings, run_id: str, reporter: RunReporter, stop: StopSignal):
+        self.settings = settings
+        self.run_id = run_id
+        self.reporter = reporter
+        self.stop = stop
+        self.run = reporter.store.get(run_id)
+        self.spec: dict[str, Any] = self.run.spec
+        self.run_dir = settings.run_dir(run_id)
+        self.checkpoints = artifacts.checkpoints_dir(self.run_dir)
+        self.divergence: str | None = None
+        self.stop_reason: str | None = None
+
+    # -- the run ------------------------------------------------------------------------
+
+    def execute(self) -> Outcome:
+        enable_compilation_cache(str(self.settings.compile_cache))
+        log = self.reporter.log
+        log(
+            f"run {self.run_id}: {self.spec['kind']} on {self.spec['env']['name']}, "
+            f"JAX {jax.__version__} on {jax.default_backend()} ({jax.devices()[0]})"
+        )
+        config = make_config(self.spec["kind"], self.spec.get("config") or {})
+        env_spec = self.spec["env"]
+        env = envs.load(env_spec["name"], env_spec.get("overrides") or {})
+        network_spec = NetworkSpec(**self.spec["network"]).factory_fields()
+        networks = make_networks(network_spec, env.observation_size, env.action_size, config.seed)
+        start = self._start_checkpoint()
+        callbacks = {
+            "log_fn": self._log_fn,
+            "checkpoint_fn": self._checkpoint_fn(config),
+            "should_stop": self._should_stop,
+        }
+        started = time.monotonic()
+        if isinstance(config, DistillationTrainConfig):
+            teacher = self._teacher(env)
+            initial = None
+            if start is not None:
+                initial = load_distillation_state(str(start), env, networks, teacher, config)
+                log(f"resuming from {start} (step {int(initial.steps_taken)})")
+            log("compiling and training (the first iteration includes the compile)")
+            train_distillation(env, networks, teacher, config, initial_state=initial, **callbacks)
+        else:
+            initial = None
+            if start is not None:
+                initial = self._load_ppo_state(start, env, networks, config)
+                log(f"resuming from {start} (step {int(initial.steps_taken)})")
+            log("compiling and training (the first iteration includes the compile)")
+            video_fn = self._video_fn if config.video.enabled else None
+            train_ppo(env, networks, config, initial_state=initial, video_fn=video_fn, **callbacks)
+        seconds = time.monotonic() - started
+        if self.divergence is not None:
+            log(f"stopped: {self.divergence}")
+            return ("failed", self.divergence)
+        if self.stop_reason is not None:
+            log(f"stopped ({self.stop_reason}) after {seconds:.1f} s")
+            return ("stopped", self.stop_reason)
+        log(f"finished in {seconds:.1f} s")
+        return ("succeeded", None)
+
+    def _start_checkpoint(self) -> Path | None:
+        own = artifacts.find_checkpoint(self.run_dir, None)
+        if own is not None:
+            return own.path
+        ref = self.spec.get("resume_from")
+        if ref is None:
+            return None
+        source = artifacts.find_checkpoint(self.settings.run_dir(ref["run_id"]), ref.get("step"))
+        if source is None:
+            raise ValueError(f"resume_from: run {ref['run_id']} has no such checkpoint any more")
+        return source.path
+
+    def _load_ppo_state(self, path: Path, env: Any, networks: Any, config: TrainConfig) -> Any:
+        p = config.ppo
+        iterations = math.ceil(p.total_steps / (p.n_envs * p.rollout_length))
+        decay = iterations * p.n_epochs * p.n_minibatches if p.anneal_learning_rate else None
+        template = new_training_state(
+            env,
+            networks,
+            p.n_envs,
+            config.seed,
+            p.learning_rate,
+            p.gradient_clipping,
+            p.weight_decay,
+            learning_rate_decay_steps=decay,
+        )
+        loaded = checkpointing.load_checkpoint(str(path), template.networks, template.optimizer)
+        return loaded["training_state"]
+
+    def _teacher(self, env: Any) -> Any:
+        ref = self.spec["teacher"]
+        teacher_run = self.reporter.store.get(ref["run_id"])
+        checkpoint = artifacts.find_checkpoint(
+            self.settings.run_dir(teacher_run.id), ref.get("step")
+        )
+        if checkpoint is None:
+            raise ValueError(f"teacher: run {teacher_run.id} has no such checkpoint any more")
+        network = NetworkSpec(**teacher_run.spec["network"]).factory_fields()
+        self.reporter.log(f"teacher: run {teacher_run.id}, checkpoint step {checkpoint.step}")
+        return load_teacher(str(checkpoint.path), network, env.observation_size, env.action_size)
+
+    # -- callbacks ----------------------------------------------------------------------
+
+    def _log_fn(self, metrics: dict[str, Any], step: int) -> None:
+        values = {key: float(value) for key, value in metrics.items()}
+        if self.divergence is None:
+            bad = sorted(key for key, value in values.items() if not math.isfinite(value))
+            if bad:
+                self.divergence = (
+                    f"diverged: {bad[0]} is {values[bad[0]]} at step {step}"
+                    f"{' (and ' + ', '.join(bad[1:]) + ')' if len(bad) > 1 else ''}; "
+                    "the last good checkpoint is kept"
+                )
+        self.reporter.metrics(step, values)
+
+    def _should_stop(self) -> bool:
+        if self.divergence is not None:
+            return True
+        if self.stop.requested:
+            self.stop_reason = "terminate"
+        elif self.reporter.cancel_requested():
+            self.stop_reason = "cancel"
+        return self.stop_reason is not None
+
+    def _checkpoint_fn(self, config: TrainConfig | DistillationTrainConfig) -> Any:
+        if isinstance(config, DistillationTrainConfig):
+            save = make_distillation_checkpoint_fn(str(self.checkpoints))
+        else:
+            save = checkpointing.make_checkpoint_fn(str(self.checkpoints), config)
+
+        def checkpoint_fn(state: Any, step: int) -> None:
+            if self.divergence is not None or not _finite(state):
+                self.divergence = self.divergence or (
+                    f"diverged: the parameters are non-finite at step {step}; "
+                    "the last good checkpoint is kept"
+                )
+                return
+            save(state, step)
+            found = artifacts.find_checkpoint(self.run_dir, step)
+            if found is not None:
+                self.reporter.checkpoint(
+                    {
+                        "step": found.step,
+                        "size_bytes": found.size_bytes,
+                        "created_at": found.created_at,
+                        "url": f"/api/runs/{self.run_id}/checkpoints/{found.step}",
+                    }
+                )
+
+        return checkpoint_fn
+
+    def _video_fn(self, video: VideoData) -> None:
+        directory = artifacts.videos_dir(self.run_dir)
+        directory.mkdir(parents=True, exist_ok=True)
+        filename = f"step_{video.step:010d}.mp4"
+        encode_mp4(video, directory / filename)
+        self.reporter.video(
+            video.step, filename, float(video.episode_reward), int(video.episode_length)
+        )
+
+
+def _finite(state: Any) -> bool:
+    """Whether every float array of the networks in ``state`` is finite."""
+    from flax import nnx
+
+    networks = getattr(state, "networks", None) or getattr(state, "student", None)
+    leaves = jax.tree.leaves(nnx.state(networks, nnx.Param))
+    return all(bool(np.isfinite(np.asarray(leaf)).all()) for leaf in leaves)

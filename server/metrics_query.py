@@ -1,0 +1,125 @@
+"""Reading metric series, downsampled to at most ``max_points`` per key.
+
+Points are grouped into step buckets of equal width; a bucket reports its last point's step
+and value and the minimum and maximum of everything merged into it, NaN-propagating (like
+``numpy.min``): a NaN anywhere in a bucket makes its min and max NaN, so neither a spike nor
+a NaN is ever hidden by downsampling.
+
+Reading every raw point is too slow for long runs (a million points is ~0.5 s in SQLite), so
+the store keeps rollups: summaries of 8, 64, 512 and 4096 consecutive points per key. A read
+takes the coarsest level that still has at least ``max_points`` summaries after
+``after_step`` (or the raw points when there are few), plus the raw points of the partial
+chunk at the start, and merges those into buckets; at most ``8 * max_points`` rows are read
+per key. A summary is assigned to a bucket by its last step.
+"""
+
+from __future__ import annotations
+
+import math
+from dataclasses import dataclass, field
+from typing import Any
+
+from sqlalchemy import Connection, text
+
+from server import values
+from server.run_store import ROLLUP_SIZES
+
+_RAW = text(
+    "SELECT step, step, value, value, value, value IS NULL FROM metrics "
+    "WHERE run_id = :run AND key = :key AND step > :after AND step < :before ORDER BY step"
+)
+_ROLLUP = text(
+    "SELECT first_step, last_step, last_value, min_value, max_value, nans FROM metric_rollups "
+    "WHERE run_id = :run AND key = :key AND size = :size AND first_step > :after "
+    "ORDER BY chunk"
+)
+_COUNT_AFTER = text(
+    "SELECT COUNT(*), MIN(step), MAX(step) FROM metrics "
+    "WHERE run_id = :run AND key = :key AND step > :after"
+)
+
+
+@dataclass
+class Series:
+    step: list[int] = field(default_factory=list)
+    value: list[values.JsonFloat] = field(default_factory=list)
+    min: list[values.JsonFloat] = field(default_factory=list)
+    max: list[values.JsonFloat] = field(default_factory=list)
+
+    def as_dict(self) -> dict[str, list[Any]]:
+        return {"step": self.step, "value": self.value, "min": self.min, "max": self.max}
+
+
+def metric_keys(conn: Connection, run_id: str) -> list[str]:
+    rows = conn.execute(
+        text("SELECT key FROM metric_keys WHERE run_id = :run ORDER BY key"), {"run": run_id}
+    )
+    return [row[0] for row in rows]
+
+
+def read_series(
+    conn: Connection, run_id: str, key: str, after_step: int, max_points: int
+) -> Series:
+    """One key's points with step > ``after_step``, at most ``max_points`` of them."""
+    params = {"run": run_id, "key": key, "after": after_step}
+    count, lo, hi = conn.execute(_COUNT_AFTER, params).one()
+    if not count:
+        return Series()
+    before = hi + 1
+    rows: list[tuple[Any, ...]] = []
+    size = _rollup_size(count, max_points)
+    if size is not None:
+        rows = list(conn.execute(_ROLLUP, {**params, "size": size}))
+        before = rows[0][0] if rows else before
+    raw = list(conn.execute(_RAW, {**params, "before": before}))
+    return _bucket(raw + rows, lo, hi, max_points)
+
+
+def _rollup_size(count: int, max_points: int) -> int | None:
+    """The coarsest rollup with at least ``max_points`` summaries, if raw points would be
+    more than ``ROLLUP_SIZES[0]`` per output point."""
+    if count <= ROLLUP_SIZES[0] * max_points:
+        return None
+    usable = [size for size in ROLLUP_SIZES if count // size >= max_points]
+    return max(usable) if usable else None
+
+
+def _bucket(rows: list[tuple[Any, ...]], lo: int, hi: int, max_points: int) -> Series:
+    """Merges ``(first_step, last_step, last, min, max, nans)`` rows, in step order, into
+    at most ``max_points`` equal-width step buckets."""
+    out = Series()
+    if len(rows) <= max_points:
+        for _, step, last, low, high, nans in rows:
+            out.step.append(step)
+            out.value.append(values.encode(last))
+            out.min.append("NaN" if nans else values.encode(low))
+            out.max.append("NaN" if nans else values.encode(high))
+        return out
+    width = math.ceil((hi - lo + 1) / max_points)
+    current = None
+    for _, step, last, low, high, nans in rows:
+        bucket = (step - lo) // width
+        if current is None or bucket != current[0]:
+            if current is not None:
+                _emit(out, current)
+            current = [bucket, step, last, low, high, nans]
+            continue
+        current[1], current[2] = step, last
+        current[3] = (
+            low if current[3] is None else (current[3] if low is None else min(current[3], low))
+        )
+        current[4] = (
+            high if current[4] is None else (current[4] if high is None else max(current[4], high))
+        )
+        current[5] += nans
+    if current is not None:
+        _emit(out, current)
+    return out
+
+
+def _emit(out: Series, bucket: list[Any]) -> None:
+    _, step, last, low, high, nans = bucket
+    out.step.append(step)
+    out.value.append(values.encode(last))
+    out.min.append("NaN" if nans else values.encode(low))
+    out.max.append("NaN" if nans else values.encode(high))

@@ -1,0 +1,126 @@
+"""Database tables (SQLAlchemy). The schema itself is created and changed by Alembic
+(``migrations/``); these classes describe it for queries."""
+
+from __future__ import annotations
+
+from typing import Any, ClassVar
+
+from sqlalchemy import JSON, Float, ForeignKey, Index, Integer, String, Text
+from sqlalchemy.orm import DeclarativeBase, Mapped, mapped_column
+
+
+class Base(DeclarativeBase):
+    pass
+
+
+class RunRow(Base):
+    """One training or distillation run. The row is the source of truth for its status."""
+
+    __tablename__ = "runs"
+
+    id: Mapped[str] = mapped_column(String(32), primary_key=True)
+    kind: Mapped[str] = mapped_column(String(16))
+    name: Mapped[str] = mapped_column(String(200))
+    status: Mapped[str] = mapped_column(String(16), index=True)
+    spec: Mapped[dict[str, Any]] = mapped_column(JSON)
+    tags: Mapped[list[str]] = mapped_column(JSON, default=list)
+    notes: Mapped[str] = mapped_column(Text, default="")
+    created_at: Mapped[float] = mapped_column(Float, index=True)
+    queued_at: Mapped[float] = mapped_column(Float)
+    started_at: Mapped[float | None] = mapped_column(Float, nullable=True)
+    finished_at: Mapped[float | None] = mapped_column(Float, nullable=True)
+    steps: Mapped[int] = mapped_column(Integer, default=0)
+    total_steps: Mapped[int] = mapped_column(Integer)
+    latest_metrics: Mapped[dict[str, Any]] = mapped_column(JSON, default=dict)
+    error: Mapped[str | None] = mapped_column(Text, nullable=True)
+    last_seq: Mapped[int] = mapped_column(Integer, default=0)
+    cancel_requested: Mapped[bool] = mapped_column(default=False)
+    worker_id: Mapped[str | None] = mapped_column(String(64), nullable=True)
+    attempts: Mapped[int] = mapped_column(Integer, default=0)
+    pid: Mapped[int | None] = mapped_column(Integer, nullable=True)
+    """The run process's id while it runs."""
+
+
+class EventRow(Base):
+    """One stream event; ``seq`` is per run, from 1, without gaps."""
+
+    __tablename__ = "events"
+
+    run_id: Mapped[str] = mapped_column(ForeignKey("runs.id", ondelete="CASCADE"), primary_key=True)
+    seq: Mapped[int] = mapped_column(Integer, primary_key=True)
+    type: Mapped[str] = mapped_column(String(16))
+    time: Mapped[float] = mapped_column(Float)
+    payload: Mapped[dict[str, Any]] = mapped_column(JSON)
+
+
+class MetricRow(Base):
+    """One scalar of one metric at one env step. NaN is stored as NULL."""
+
+    __tablename__ = "metrics"
+    __table_args__: ClassVar[dict[str, Any]] = {"sqlite_with_rowid": False}
+
+    run_id: Mapped[str] = mapped_column(ForeignKey("runs.id", ondelete="CASCADE"), primary_key=True)
+    key: Mapped[str] = mapped_column(String(200), primary_key=True)
+    step: Mapped[int] = mapped_column(Integer, primary_key=True)
+    wall_time: Mapped[float] = mapped_column(Float)
+    value: Mapped[float | None] = mapped_column(Float, nullable=True)
+
+
+class MetricKeyRow(Base):
+    """Per run and key: how many points are stored (the next point's index)."""
+
+    __tablename__ = "metric_keys"
+
+    run_id: Mapped[str] = mapped_column(ForeignKey("runs.id", ondelete="CASCADE"), primary_key=True)
+    key: Mapped[str] = mapped_column(String(200), primary_key=True)
+    count: Mapped[int] = mapped_column(Integer, default=0)
+
+
+class MetricRollupRow(Base):
+    """A summary of ``size`` consecutive points of one key (point indices
+    ``[chunk * size, (chunk + 1) * size)``), for fast downsampled reads."""
+
+    __tablename__ = "metric_rollups"
+    __table_args__: ClassVar[dict[str, Any]] = {"sqlite_with_rowid": False}
+
+    run_id: Mapped[str] = mapped_column(ForeignKey("runs.id", ondelete="CASCADE"), primary_key=True)
+    key: Mapped[str] = mapped_column(String(200), primary_key=True)
+    size: Mapped[int] = mapped_column(Integer, primary_key=True)
+    chunk: Mapped[int] = mapped_column(Integer, primary_key=True)
+    first_step: Mapped[int] = mapped_column(Integer)
+    last_step: Mapped[int] = mapped_column(Integer)
+    last_value: Mapped[float | None] = mapped_column(Float, nullable=True)
+    min_value: Mapped[float | None] = mapped_column(Float, nullable=True)
+    max_value: Mapped[float | None] = mapped_column(Float, nullable=True)
+    nans: Mapped[int] = mapped_column(Integer, default=0)
+
+
+class VideoRow(Base):
+    __tablename__ = "videos"
+
+    id: Mapped[int] = mapped_column(Integer, primary_key=True, autoincrement=True)
+    run_id: Mapped[str] = mapped_column(ForeignKey("runs.id", ondelete="CASCADE"), index=True)
+    step: Mapped[int] = mapped_column(Integer)
+    filename: Mapped[str] = mapped_column(String(200))
+    episode_reward: Mapped[float | None] = mapped_column(Float, nullable=True)
+    episode_length: Mapped[int] = mapped_column(Integer)
+    created_at: Mapped[float] = mapped_column(Float)
+
+
+class WorkerRow(Base):
+    """A worker supervisor; alive while its heartbeat is fresh."""
+
+    __tablename__ = "workers"
+
+    id: Mapped[str] = mapped_column(String(64), primary_key=True)
+    hostname: Mapped[str] = mapped_column(String(200))
+    pid: Mapped[int] = mapped_column(Integer)
+    started_at: Mapped[float] = mapped_column(Float)
+    heartbeat_at: Mapped[float] = mapped_column(Float)
+    slots: Mapped[list[str]] = mapped_column(JSON)
+    backend: Mapped[str] = mapped_column(String(16), default="cpu")
+    devices: Mapped[list[str]] = mapped_column(JSON, default=list)
+    stopped: Mapped[bool] = mapped_column(default=False)
+
+
+Index("ix_runs_status_queued", RunRow.status, RunRow.queued_at)

@@ -1,0 +1,112 @@
+"""The run process: executes one run (``train_ppo`` or ``train_distillation``) in a child
+of the worker supervisor, started with ``spawn``.
+
+It reports through ``RunReporter`` (metrics, videos, checkpoints, log lines, cancel) and
+ends by sending its outcome to the supervisor over a pipe: ``("succeeded", None)``,
+``("stopped", "cancel" | "terminate")`` or ``("failed", message)``. Status transitions are
+the supervisor's. Its output (Python's and the C libraries') goes to ``logs/run.log``.
+SIGTERM is warm (stop after the current jitted call, checkpoint, exit); a second SIGTERM
+is cold. The process dies with its parent.
+"""
+
+from __future__ import annotations
+
+import ctypes
+import os
+import signal
+import sys
+import threading
+import time
+import traceback
+from multiprocessing.connection import Connection
+from pathlib import Path
+from typing import Any
+
+from server import artifacts
+from server.reporter import RunReporter
+from server.settings import Settings
+
+PR_SET_PDEATHSIG = 1
+
+
+def die_with_parent() -> None:
+    """Asks Linux to SIGKILL this process when its parent exits; a watchdog thread covers
+    the gap before the call and other systems."""
+    parent = os.getppid()
+    try:
+        libc = ctypes.CDLL("libc.so.6", use_errno=True)
+        libc.prctl(PR_SET_PDEATHSIG, signal.SIGKILL)
+    except (OSError, AttributeError):
+        pass
+    if os.getppid() != parent:
+        os._exit(1)
+
+    def watch() -> None:
+        while True:
+            if os.getppid() != parent:
+                os._exit(1)
+            time.sleep(1.0)
+
+    threading.Thread(target=watch, daemon=True, name="parent-watchdog").start()
+
+
+def redirect_output(log_path: Path) -> None:
+    """Points file descriptors 1 and 2 (and so ``print``, logging and C libraries) at the
+    run's log file, appending."""
+    log_path.parent.mkdir(parents=True, exist_ok=True)
+    fd = os.open(log_path, os.O_WRONLY | os.O_CREAT | os.O_APPEND, 0o644)
+    sys.stdout.flush()
+    sys.stderr.flush()
+    os.dup2(fd, 1)
+    os.dup2(fd, 2)
+    os.close(fd)
+    sys.stdout = open(1, "w", buffering=1, closefd=False)  # noqa: SIM115
+    sys.stderr = open(2, "w", buffering=1, closefd=False)  # noqa: SIM115
+
+
+class StopSignal:
+    """SIGTERM: the first asks for a warm stop, the second exits at once."""
+
+    def __init__(self) -> None:
+        self.requested = False
+        signal.signal(signal.SIGTERM, self._handle)
+        signal.signal(signal.SIGINT, signal.SIG_IGN)  # the terminal's Ctrl-C is the server's
+
+    def _handle(self, _signum: int, _frame: Any) -> None:
+        if self.requested:
+            os._exit(143)
+        self.requested = True
+
+
+def main(run_id: str, settings_json: str, slot_env: dict[str, str], conn: Connection) -> None:
+    """Entry point of the child process (see the module doc)."""
+    die_with_parent()
+    stop = StopSignal()
+    os.environ.update(slot_env)
+    os.environ.setdefault("MUJOCO_GL", "egl")
+    settings = Settings.model_validate_json(settings_json)
+    run_dir = settings.run_dir(run_id)
+    redirect_output(artifacts.logs_dir(run_dir) / artifacts.LOG_FILE)
+    reporter = RunReporter.open(settings, run_id)
+    try:
+        from server.execution import RunExecution
+
+        outcome = RunExecution(settings, run_id, reporter, stop).execute()
+    except Exception as error:
+        traceback.print_exc()
+        outcome = ("failed", describe_error(error))
+    sys.stdout.flush()
+    sys.stderr.flush()
+    try:
+        conn.send(outcome)
+    finally:
+        conn.close()
+        reporter.close()
+
+
+def describe_error(error: BaseException) -> str:
+    if isinstance(error, OSError) and error.strerror:
+        where = f": {error.filename}" if error.filename else ""
+        return f"{error.strerror}{where}"
+    text = str(error) or type(error).__name__
+    return text if isinstance(error, ValueError) else f"{type(error).__name__}: {text}"

@@ -1,0 +1,455 @@
+"""The run store: every change to runs, their events and metrics, in atomic transactions.
+
+The API, the worker supervisor and the run processes all go through it. Status changes
+happen only in ``transition``; each appends a ``status`` event in the same transaction, so
+the stream and the row never disagree. Event numbers (``seq``) come from the run row's
+``last_seq`` counter, incremented in the transaction that stores the event: per run, from 1,
+without gaps.
+"""
+
+from __future__ import annotations
+
+import os
+import shutil
+import socket
+import time
+import uuid
+from collections.abc import Mapping, Sequence
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any
+
+from sqlalchemy import delete, func, select, text, update
+from sqlalchemy.orm import Session, sessionmaker
+
+from server import values
+from server.db import transaction
+from server.models import EventRow, MetricKeyRow, MetricRow, RunRow, VideoRow, WorkerRow
+from server.run_status import TERMINAL, TRANSITIONS, RunStatus, TransitionError
+
+ROLLUP_SIZES = (8, 64, 512, 4096)
+"""Point counts summarised by the rollup levels (see ``metrics_query``)."""
+
+_UPSERT_ROLLUP = text(
+    """
+    INSERT INTO metric_rollups
+        (run_id, key, size, chunk, first_step, last_step, last_value, min_value, max_value, nans)
+    VALUES (:run_id, :key, :size, :chunk, :step, :step, :value, :value, :value, :nan)
+    ON CONFLICT (run_id, key, size, chunk) DO UPDATE SET
+        last_step = excluded.last_step,
+        last_value = excluded.last_value,
+        min_value = CASE WHEN excluded.min_value IS NULL THEN min_value
+                         WHEN min_value IS NULL THEN excluded.min_value
+                         ELSE min(min_value, excluded.min_value) END,
+        max_value = CASE WHEN excluded.max_value IS NULL THEN max_value
+                         WHEN max_value IS NULL THEN excluded.max_value
+                         ELSE max(max_value, excluded.max_value) END,
+        nans = nans + excluded.nans
+    """
+)
+
+
+class RunNotFound(Exception):
+    def __init__(self, run_id: str):
+        super().__init__(f"run {run_id!r} not found")
+        self.run_id = run_id
+
+
+@dataclass(frozen=True)
+class RunFilter:
+    status: str | None = None
+    kind: str | None = None
+    tag: str | None = None
+    q: str | None = None
+    limit: int = 50
+    offset: int = 0
+
+
+def new_run_id() -> str:
+    return uuid.uuid4().hex[:12]
+
+
+class RunStore:
+    """Runs, events, metrics, videos and workers in the database (see the module doc)."""
+
+    def __init__(self, sessions: sessionmaker[Session], runs_dir: Path):
+        self.sessions = sessions
+        self.runs_dir = runs_dir
+
+    # -- runs ---------------------------------------------------------------------------
+
+    def create(
+        self,
+        spec: Mapping[str, Any],
+        *,
+        kind: str,
+        name: str,
+        tags: Sequence[str],
+        notes: str,
+        total_steps: int,
+    ) -> RunRow:
+        """A new queued run (its first event is the ``queued`` status)."""
+        now = time.time()
+        run = RunRow(
+            id=new_run_id(),
+            kind=kind,
+            name=name,
+            status=RunStatus.QUEUED.value,
+            spec=dict(spec),
+            tags=list(tags),
+            notes=notes,
+            created_at=now,
+            queued_at=now,
+            steps=0,
+            total_steps=total_steps,
+            latest_metrics={},
+            last_seq=0,
+            cancel_requested=False,
+            attempts=0,
+        )
+        with transaction(self.sessions) as session:
+            session.add(run)
+            session.flush()
+            self._append(session, run, "status", {"status": run.status, "error": None})
+        return run
+
+    def get(self, run_id: str) -> RunRow:
+        with self.sessions() as session:
+            run = session.get(RunRow, run_id)
+            if run is None:
+                raise RunNotFound(run_id)
+            return run
+
+    def list(self, f: RunFilter) -> tuple[list[RunRow], int]:
+        query = select(RunRow)
+        if f.status:
+            query = query.where(RunRow.status == f.status)
+        if f.kind:
+            query = query.where(RunRow.kind == f.kind)
+        if f.q:
+            query = query.where(RunRow.name.contains(f.q, autoescape=True))
+        if f.tag:
+            tag_match = text("EXISTS (SELECT 1 FROM json_each(runs.tags) WHERE value = :tag)")
+            query = query.where(tag_match.bindparams(tag=f.tag))
+        with self.sessions() as session:
+            total = session.scalar(select(func.count()).select_from(query.subquery())) or 0
+            rows = session.scalars(
+                query.order_by(RunRow.created_at.desc()).limit(f.limit).offset(f.offset)
+            ).all()
+            return list(rows), total
+
+    def update_meta(
+        self, run_id: str, *, name: str | None, tags: Sequence[str] | None, notes: str | None
+    ) -> RunRow:
+        with transaction(self.sessions) as session:
+            run = self._get(session, run_id)
+            if name is not None:
+                run.name = name
+            if tags is not None:
+                run.tags = list(tags)
+            if notes is not None:
+                run.notes = notes
+            return run
+
+    def request_cancel(self, run_id: str) -> RunRow:
+        """A queued run is cancelled at once; a running one is asked to stop (its process
+        checks ``cancel_requested`` after each iteration); a finished one is left as is."""
+        with transaction(self.sessions) as session:
+            run = self._get(session, run_id)
+            if run.status == RunStatus.QUEUED.value:
+                self._transition(session, run, "cancel", None)
+            elif run.status in (RunStatus.RUNNING.value, RunStatus.INTERRUPTED.value):
+                run.cancel_requested = True
+            return run
+
+    def delete(self, run_id: str) -> None:
+        """Deletes a finished run, its rows and its files; ``TransitionError`` otherwise."""
+        with transaction(self.sessions) as session:
+            run = self._get(session, run_id)
+            if RunStatus(run.status) not in TERMINAL:
+                raise TransitionError(run_id, "delete", run.status)
+            for table in (EventRow, MetricRow, MetricKeyRow, VideoRow):
+                session.execute(delete(table).where(table.run_id == run_id))
+            session.execute(text("DELETE FROM metric_rollups WHERE run_id = :r"), {"r": run_id})
+            session.delete(run)
+        run_dir = self.runs_dir / run_id
+        if run_dir.parent == self.runs_dir:  # ids are hex; never leaves runs_dir
+            shutil.rmtree(run_dir, ignore_errors=True)
+
+    def transition(self, run_id: str, name: str, error: str | None = None, **fields: Any) -> RunRow:
+        """Applies transition ``name`` (see ``run_status.TRANSITIONS``) atomically, with its
+        status event; ``fields`` are set on the row in the same transaction."""
+        with transaction(self.sessions) as session:
+            run = self._get(session, run_id)
+            self._transition(session, run, name, error, **fields)
+            return run
+
+    def claim_next(self, worker_id: str) -> RunRow | None:
+        """Atomically moves the oldest queued run to ``running`` for ``worker_id``.
+
+        The write lock is held from the start of the transaction (``BEGIN IMMEDIATE``), so
+        two supervisors can never claim the same run.
+        """
+        with transaction(self.sessions) as session:
+            run = session.scalars(
+                select(RunRow)
+                .where(RunRow.status == RunStatus.QUEUED.value)
+                .order_by(RunRow.queued_at, RunRow.created_at)
+                .limit(1)
+            ).first()
+            if run is None:
+                return None
+            self._transition(
+                session,
+                run,
+                "start",
+                None,
+                worker_id=worker_id,
+                started_at=time.time(),
+                attempts=run.attempts + 1,
+            )
+            return run
+
+    # -- what a run process reports -----------------------------------------------------
+
+    def record_metrics(
+        self, run_id: str, step: int, wall_time: float, metrics: Mapping[str, float]
+    ) -> bool:
+        """Stores one step's metrics and their event in one transaction.
+
+        A step at or below the newest stored step of any of these keys is skipped (a run
+        that resumed from an older checkpoint repeats steps it had stored): returns False.
+        """
+        with transaction(self.sessions) as session:
+            run = self._get(session, run_id)
+            counts = dict(
+                session.execute(
+                    select(MetricKeyRow.key, MetricKeyRow.count).where(
+                        MetricKeyRow.run_id == run_id, MetricKeyRow.key.in_(list(metrics))
+                    )
+                ).all()
+            )
+            if step <= run.steps:  # run.steps is the newest step stored
+                return False
+            for key, value in metrics.items():
+                index = counts.get(key, 0)
+                stored = values.to_db(float(value))
+                session.add(
+                    MetricRow(run_id=run_id, key=key, step=step, wall_time=wall_time, value=stored)
+                )
+                for size in ROLLUP_SIZES:
+                    session.execute(
+                        _UPSERT_ROLLUP,
+                        {
+                            "run_id": run_id,
+                            "key": key,
+                            "size": size,
+                            "chunk": index // size,
+                            "step": step,
+                            "value": stored,
+                            "nan": int(stored is None),
+                        },
+                    )
+                if key in counts:
+                    session.execute(
+                        update(MetricKeyRow)
+                        .where(MetricKeyRow.run_id == run_id, MetricKeyRow.key == key)
+                        .values(count=index + 1)
+                    )
+                else:
+                    session.add(MetricKeyRow(run_id=run_id, key=key, count=1))
+            encoded = {k: values.encode(float(v)) for k, v in metrics.items()}
+            run.steps = max(run.steps, step)
+            run.latest_metrics = {**run.latest_metrics, **encoded}
+            self._append(
+                session, run, "metrics", {"step": step, "wall_time": wall_time, "values": encoded}
+            )
+            return True
+
+    def record_video(
+        self, run_id: str, step: int, filename: str, episode_reward: float, episode_length: int
+    ) -> dict[str, Any]:
+        with transaction(self.sessions) as session:
+            run = self._get(session, run_id)
+            video = VideoRow(
+                run_id=run_id,
+                step=step,
+                filename=filename,
+                episode_reward=values.to_db(float(episode_reward)),
+                episode_length=int(episode_length),
+                created_at=time.time(),
+            )
+            session.add(video)
+            session.flush()
+            public = video_public(video)
+            self._append(session, run, "video", {"video": public})
+            return public
+
+    def record_checkpoint(self, run_id: str, checkpoint: dict[str, Any]) -> None:
+        with transaction(self.sessions) as session:
+            run = self._get(session, run_id)
+            self._append(session, run, "checkpoint", {"checkpoint": checkpoint})
+
+    def record_log(self, run_id: str, line: str) -> None:
+        with transaction(self.sessions) as session:
+            run = self._get(session, run_id)
+            self._append(session, run, "log", {"line": line})
+
+    def set_pid(self, run_id: str, pid: int | None) -> None:
+        with transaction(self.sessions) as session:
+            session.execute(update(RunRow).where(RunRow.id == run_id).values(pid=pid))
+
+    def cancel_requested(self, run_id: str) -> bool:
+        with self.sessions() as session:
+            return bool(session.scalar(select(RunRow.cancel_requested).where(RunRow.id == run_id)))
+
+    # -- reading events and artifacts ---------------------------------------------------
+
+    def events_after(self, run_id: str, after_seq: int, limit: int = 500) -> list[dict[str, Any]]:
+        with self.sessions() as session:
+            rows = session.scalars(
+                select(EventRow)
+                .where(EventRow.run_id == run_id, EventRow.seq > after_seq)
+                .order_by(EventRow.seq)
+                .limit(limit)
+            ).all()
+            return [event_public(row) for row in rows]
+
+    def videos(self, run_id: str) -> list[VideoRow]:
+        with self.sessions() as session:
+            return list(
+                session.scalars(
+                    select(VideoRow).where(VideoRow.run_id == run_id).order_by(VideoRow.step)
+                ).all()
+            )
+
+    def video(self, run_id: str, video_id: int) -> VideoRow | None:
+        with self.sessions() as session:
+            video = session.get(VideoRow, video_id)
+            return video if video is not None and video.run_id == run_id else None
+
+    # -- workers ------------------------------------------------------------------------
+
+    def register_worker(self, slots: Sequence[str]) -> str:
+        worker_id = f"{socket.gethostname()}-{os.getpid()}-{uuid.uuid4().hex[:6]}"
+        now = time.time()
+        with transaction(self.sessions) as session:
+            session.add(
+                WorkerRow(
+                    id=worker_id,
+                    hostname=socket.gethostname(),
+                    pid=os.getpid(),
+                    started_at=now,
+                    heartbeat_at=now,
+                    slots=list(slots),
+                    stopped=False,
+                )
+            )
+        return worker_id
+
+    def heartbeat(self, worker_id: str) -> None:
+        with transaction(self.sessions) as session:
+            session.execute(
+                update(WorkerRow).where(WorkerRow.id == worker_id).values(heartbeat_at=time.time())
+            )
+
+    def stop_worker(self, worker_id: str) -> None:
+        with transaction(self.sessions) as session:
+            session.execute(update(WorkerRow).where(WorkerRow.id == worker_id).values(stopped=True))
+
+    def workers(self) -> list[WorkerRow]:
+        with self.sessions() as session:
+            return list(
+                session.scalars(
+                    select(WorkerRow)
+                    .where(WorkerRow.stopped.is_(False))
+                    .order_by(WorkerRow.started_at)
+                ).all()
+            )
+
+    def recover_orphans(self, timeout: float, own_worker: str | None = None) -> list[str]:
+        """Runs left ``running`` by a worker that is dead (stopped, silent for ``timeout``
+        seconds, or a process of this host that no longer exists) become ``interrupted``,
+        then ``queued``. Returns their ids."""
+        now = time.time()
+        host = socket.gethostname()
+        recovered = []
+        with transaction(self.sessions) as session:
+            workers = {w.id: w for w in session.scalars(select(WorkerRow)).all()}
+            running = session.scalars(
+                select(RunRow).where(RunRow.status == RunStatus.RUNNING.value)
+            ).all()
+            for run in running:
+                if run.worker_id == own_worker and own_worker is not None:
+                    continue
+                worker = workers.get(run.worker_id or "")
+                if worker is not None and not _worker_dead(worker, now, timeout, host):
+                    continue
+                self._transition(session, run, "interrupt", "its worker stopped")
+                self._transition(session, run, "requeue", None, queued_at=now, worker_id=None)
+                recovered.append(run.id)
+            for worker in workers.values():
+                if not worker.stopped and _worker_dead(worker, now, timeout, host):
+                    worker.stopped = True
+        return recovered
+
+    # -- internals ----------------------------------------------------------------------
+
+    @staticmethod
+    def _get(session: Session, run_id: str) -> RunRow:
+        run = session.get(RunRow, run_id)
+        if run is None:
+            raise RunNotFound(run_id)
+        return run
+
+    def _transition(
+        self, session: Session, run: RunRow, name: str, error: str | None, **fields: Any
+    ) -> None:
+        sources, target = TRANSITIONS[name]
+        if RunStatus(run.status) not in sources:
+            raise TransitionError(run.id, name, run.status)
+        run.status = target.value
+        if error is not None or target in TERMINAL:
+            run.error = error
+        if target in TERMINAL:
+            run.finished_at = time.time()
+        if target is not RunStatus.RUNNING:
+            run.pid = None
+        for field, value in fields.items():
+            setattr(run, field, value)
+        self._append(session, run, "status", {"status": target.value, "error": error})
+
+    @staticmethod
+    def _append(session: Session, run: RunRow, kind: str, payload: dict[str, Any]) -> None:
+        run.last_seq += 1
+        session.add(
+            EventRow(run_id=run.id, seq=run.last_seq, type=kind, time=time.time(), payload=payload)
+        )
+        session.flush()
+
+
+def _worker_dead(worker: WorkerRow, now: float, timeout: float, host: str) -> bool:
+    if worker.stopped or now - worker.heartbeat_at > timeout:
+        return True
+    if worker.hostname == host:
+        try:
+            os.kill(worker.pid, 0)
+        except ProcessLookupError:
+            return True
+        except PermissionError:
+            return False
+    return False
+
+
+def event_public(row: EventRow) -> dict[str, Any]:
+    return {"seq": row.seq, "type": row.type, "time": row.time, **row.payload}
+
+
+def video_public(video: VideoRow) -> dict[str, Any]:
+    return {
+        "id": video.id,
+        "step": video.step,
+        "episode_reward": values.encode(video.episode_reward),
+        "episode_length": video.episode_length,
+        "url": f"/api/runs/{video.run_id}/videos/{video.id}",
+    }

@@ -1,0 +1,204 @@
+"""The API's request and response bodies (pydantic), after the Base/Create/Public family.
+
+A run spec (``RunCreate``) is checked here for its shape; what only the library can judge
+(env names and overrides, network fields, config values) is checked by ``spec_check`` in a
+separate process before anything is queued.
+"""
+
+from __future__ import annotations
+
+from typing import Any, Literal
+
+from pydantic import BaseModel, ConfigDict, Field, model_validator
+
+from server.run_status import RunStatus
+
+Name = Field(min_length=1, max_length=200)
+
+
+class EnvSpec(BaseModel):
+    model_config = ConfigDict(extra="forbid")
+
+    name: str = Field(min_length=1, max_length=200, description="An env from GET /api/envs.")
+    overrides: dict[str, Any] = Field(
+        default_factory=dict, description="Config overrides of the env (MuJoCo Playground)."
+    )
+
+
+class NetworkSpec(BaseModel):
+    """The network: ``kind`` picks the factory, the other fields are its keyword arguments
+    (absent fields take the factory's defaults)."""
+
+    model_config = ConfigDict(extra="forbid")
+
+    kind: Literal["mlp", "lstm"] = "mlp"
+    actor_hidden_sizes: list[int] | None = Field(default=None, max_length=16)
+    critic_hidden_sizes: list[int] | None = Field(default=None, max_length=16)
+    lstm_size: int | None = Field(default=None, ge=1, le=65536)
+    normalize_obs: bool | None = None
+    activation: str | None = Field(default=None, max_length=32)
+    entropy_weight: float | None = Field(default=None, ge=0, allow_inf_nan=False)
+    min_std: float | None = Field(default=None, gt=0, allow_inf_nan=False)
+
+    @model_validator(mode="after")
+    def _lstm_only_fields(self) -> NetworkSpec:
+        if self.kind != "lstm" and self.lstm_size is not None:
+            raise ValueError("lstm_size applies only to kind 'lstm'")
+        for name in ("actor_hidden_sizes", "critic_hidden_sizes"):
+            sizes = getattr(self, name)
+            if sizes is not None and any(not 1 <= s <= 65536 for s in sizes):
+                raise ValueError(f"{name} must hold sizes between 1 and 65536")
+        return self
+
+    def factory_fields(self) -> dict[str, Any]:
+        """``{"kind", **set fields}`` as ``presets.make_networks`` takes it."""
+        return self.model_dump(exclude_none=True)
+
+
+class CheckpointRef(BaseModel):
+    model_config = ConfigDict(extra="forbid")
+
+    run_id: str = Field(min_length=1, max_length=64)
+    step: int | None = Field(default=None, ge=0, description="The newest checkpoint if null.")
+
+
+class RunCreate(BaseModel):
+    """A run spec, as ``POST /api/runs`` takes it (see DESIGN.md)."""
+
+    model_config = ConfigDict(extra="forbid")
+
+    kind: Literal["ppo", "distillation"] = "ppo"
+    name: str | None = Field(default=None, min_length=1, max_length=200)
+    env: EnvSpec
+    network: NetworkSpec = Field(default_factory=NetworkSpec)
+    config: dict[str, Any] = Field(
+        default_factory=dict,
+        description="TrainConfig (ppo) or DistillationTrainConfig (distillation) fields; "
+        "each optional, with the library's defaults.",
+    )
+    tags: list[str] = Field(default_factory=list, max_length=32)
+    notes: str = Field(default="", max_length=10_000)
+    resume_from: CheckpointRef | None = None
+    teacher: CheckpointRef | None = None
+
+    def stored(self) -> dict[str, Any]:
+        """The spec as stored with the run: JSON, the network without unset fields."""
+        return {**self.model_dump(mode="json"), "network": self.network.factory_fields()}
+
+    @model_validator(mode="after")
+    def _teacher_matches_kind(self) -> RunCreate:
+        if self.kind == "distillation" and self.teacher is None:
+            raise ValueError("a distillation run needs a teacher: {'run_id': ..., 'step': null}")
+        if self.kind == "ppo" and self.teacher is not None:
+            raise ValueError("teacher applies only to kind 'distillation'")
+        if any(not 0 < len(tag) <= 64 for tag in self.tags):
+            raise ValueError("tags must be 1 to 64 characters long")
+        return self
+
+
+class RunUpdate(BaseModel):
+    model_config = ConfigDict(extra="forbid")
+
+    name: str | None = Field(default=None, min_length=1, max_length=200)
+    tags: list[str] | None = Field(default=None, max_length=32)
+    notes: str | None = Field(default=None, max_length=10_000)
+
+
+class RunPublic(BaseModel):
+    id: str
+    kind: str
+    name: str
+    status: RunStatus
+    spec: dict[str, Any]
+    tags: list[str]
+    notes: str
+    created_at: float = Field(description="Epoch seconds.")
+    started_at: float | None
+    finished_at: float | None
+    steps: int = Field(description="Env steps done.")
+    total_steps: int
+    latest_metrics: dict[str, float | str] = Field(
+        description="Newest value of each metric; non-finite values as 'NaN', 'Infinity', "
+        "'-Infinity'."
+    )
+    error: str | None
+    cancel_requested: bool
+    attempts: int = Field(description="How many times a worker started it.")
+    pid: int | None = Field(description="Its run process while it runs.")
+
+
+class RunList(BaseModel):
+    items: list[RunPublic]
+    total: int
+
+
+class EnvPublic(BaseModel):
+    name: str
+    observation_size: int | dict[str, list[int]]
+    action_size: int
+    source: Literal["builtin", "playground"]
+
+
+class EnvList(BaseModel):
+    items: list[EnvPublic]
+    total: int
+    complete: bool = Field(
+        description="False while the service is still reading the MuJoCo Playground envs."
+    )
+
+
+class VideoPublic(BaseModel):
+    id: int
+    step: int
+    episode_reward: float | str
+    episode_length: int
+    url: str
+
+
+class VideoList(BaseModel):
+    items: list[VideoPublic]
+    total: int
+
+
+class CheckpointPublic(BaseModel):
+    step: int
+    size_bytes: int
+    created_at: float
+    url: str
+
+
+class CheckpointList(BaseModel):
+    items: list[CheckpointPublic]
+    total: int
+
+
+class SeriesPublic(BaseModel):
+    step: list[int]
+    value: list[float | str]
+    min: list[float | str]
+    max: list[float | str]
+
+
+class MetricsPublic(BaseModel):
+    series: dict[str, SeriesPublic]
+
+
+class WorkerPublic(BaseModel):
+    id: str
+    hostname: str
+    pid: int
+    heartbeat_at: float
+    seconds_since_heartbeat: float
+    slots: list[str]
+
+
+class HealthPublic(BaseModel):
+    status: Literal["ok"]
+    version: str
+    jax_backend: str | None = None
+    devices: list[str] | None = None
+    workers: list[WorkerPublic] | None = None
+
+
+class ErrorPublic(BaseModel):
+    detail: str | list[dict[str, Any]]

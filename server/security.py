@@ -1,0 +1,139 @@
+"""Access control, as one ASGI middleware in front of every route (HTTP and websocket).
+
+In order: the ``Host`` header must name this server (loopback or ``allowed_hosts``; else
+400), an ``Origin`` header must be this server's own origin (else 403: no DNS rebinding,
+no cross-site requests, websockets included), ``/api`` needs the token (else 401) except
+``GET /api/health``, and request bodies are capped (else 413).
+"""
+
+from __future__ import annotations
+
+import hmac
+import json
+from collections.abc import Iterable
+from http.cookies import SimpleCookie
+from typing import Any
+from urllib.parse import parse_qs
+
+from starlette.types import ASGIApp, Message, Receive, Scope, Send
+
+from server.settings import LOOPBACK_HOSTS
+
+COOKIE = "nnx_ppo_token"
+PUBLIC_PATHS = frozenset({"/api/health"})
+
+
+def host_name(host_header: str) -> str:
+    """``host[:port]`` -> host, lower-case; IPv6 literals keep their brackets."""
+    host = host_header.strip().lower()
+    if host.startswith("["):
+        end = host.find("]")
+        return host[: end + 1] if end != -1 else host
+    return host.rsplit(":", 1)[0] if host.count(":") == 1 else host
+
+
+def _headers(scope: Scope) -> dict[str, str]:
+    out: dict[str, str] = {}
+    for key, value in scope.get("headers", []):
+        out.setdefault(key.decode("latin-1").lower(), value.decode("latin-1"))
+    return out
+
+
+def request_token(scope: Scope, headers: dict[str, str]) -> str | None:
+    """The token a request carries: bearer header; on GET and websockets also ``?token=``;
+    the browser's cookie."""
+    auth = headers.get("authorization", "")
+    if auth[:7].lower() == "bearer ":
+        return auth[7:].strip()
+    if scope["type"] == "websocket" or scope.get("method") in ("GET", "HEAD"):
+        query = parse_qs(scope.get("query_string", b"").decode("latin-1"))
+        if query.get("token"):
+            return query["token"][0]
+    cookie = SimpleCookie()
+    try:
+        cookie.load(headers.get("cookie", ""))
+    except Exception:
+        return None
+    return cookie[COOKIE].value if COOKIE in cookie else None
+
+
+def token_matches(given: str | None, token: str) -> bool:
+    return given is not None and hmac.compare_digest(given.encode(), token.encode())
+
+
+class AccessMiddleware:
+    def __init__(
+        self, app: ASGIApp, *, token: str, allowed_hosts: Iterable[str], max_body_bytes: int
+    ):
+        self.app = app
+        self.token = token
+        self.allowed = {h.lower() for h in (*LOOPBACK_HOSTS, *allowed_hosts)}
+        self.max_body_bytes = max_body_bytes
+
+    async def __call__(self, scope: Scope, receive: Receive, send: Send) -> None:
+        if scope["type"] not in ("http", "websocket"):
+            await self.app(scope, receive, send)
+            return
+        headers = _headers(scope)
+        host = headers.get("host", "")
+        if host_name(host) not in self.allowed:
+            await _refuse(scope, receive, send, 400, f"Host {host!r} is not allowed")
+            return
+        origin = headers.get("origin")
+        if origin is not None and origin.lower() not in (
+            f"http://{host}".lower(),
+            f"https://{host}".lower(),
+        ):
+            await _refuse(scope, receive, send, 403, f"Origin {origin!r} is not allowed")
+            return
+        path = scope.get("path", "")
+        authenticated = token_matches(request_token(scope, headers), self.token)
+        if path.startswith("/api") and path not in PUBLIC_PATHS and not authenticated:
+            await _refuse(scope, receive, send, 401, "missing or wrong token")
+            return
+        scope.setdefault("state", {})["authenticated"] = authenticated
+        if scope["type"] == "http":
+            length = headers.get("content-length")
+            if length is not None and (not length.isdigit() or int(length) > self.max_body_bytes):
+                await _refuse(scope, receive, send, 413, "request body too large")
+                return
+            receive = self._capped(receive, scope, send)
+        await self.app(scope, receive, send)
+
+    def _capped(self, receive: Receive, scope: Scope, send: Send) -> Receive:
+        seen = 0
+        limit = self.max_body_bytes
+
+        async def capped_receive() -> Message:
+            nonlocal seen
+            message = await receive()
+            if message["type"] == "http.request":
+                seen += len(message.get("body", b""))
+                if seen > limit:
+                    raise BodyTooLarge()
+            return message
+
+        return capped_receive
+
+
+class BodyTooLarge(Exception):
+    """A chunked request body passed ``max_body_bytes``."""
+
+
+async def _refuse(scope: Scope, receive: Receive, send: Send, status: int, detail: str) -> None:
+    body = json.dumps({"detail": detail}).encode()
+    headers: list[Any] = [
+        (b"content-type", b"application/json"),
+        (b"content-length", str(len(body)).encode()),
+    ]
+    if status == 401:
+        headers.append((b"www-authenticate", b"Bearer"))
+    prefix = "http"
+    if scope["type"] == "websocket":
+        await receive()  # websocket.connect
+        if "websocket.http.response" not in scope.get("extensions", {}):
+            await send({"type": "websocket.close", "code": 1008, "reason": detail[:120]})
+            return
+        prefix = "websocket.http"
+    await send({"type": f"{prefix}.response.start", "status": status, "headers": headers})
+    await send({"type": f"{prefix}.response.body", "body": body})

@@ -1,0 +1,84 @@
+"""Service configuration: pydantic-settings, read from ``NNX_PPO_*`` environment variables.
+
+Bad values fail at start-up with the variable's name, never later on a request.
+"""
+
+from __future__ import annotations
+
+import secrets
+from functools import cached_property
+from pathlib import Path
+
+from pydantic import Field, field_validator
+from pydantic_settings import BaseSettings, SettingsConfigDict
+
+LOOPBACK_HOSTS = ("127.0.0.1", "localhost", "[::1]", "::1")
+
+
+class Settings(BaseSettings):
+    """Everything the API, the supervisor and the run processes need to agree on."""
+
+    model_config = SettingsConfigDict(env_prefix="NNX_PPO_", frozen=True)
+
+    data_dir: Path = Path("nnx_ppo_data")
+    """Holds the database, the runs' files and the JAX compilation cache."""
+    database_url: str | None = None
+    """SQLAlchemy URL; default: a SQLite file ``nnx_ppo.db`` in ``data_dir``."""
+    api_token: str | None = Field(default=None, min_length=8)
+    """The access token; generated at start when unset."""
+    host: str = "127.0.0.1"
+    port: int = Field(default=8000, ge=0, le=65535)
+    allowed_hosts: tuple[str, ...] = ()
+    """Host header values accepted besides loopback (e.g. a LAN name when binding 0.0.0.0)."""
+    workers: int | None = Field(default=None, ge=1)
+    """Runs executing at once; default: one per GPU, one on a CPU-only machine."""
+    jax_cache: Path | None = None
+    """JAX's persistent compilation cache; default: ``data_dir/jax_cache``."""
+    heartbeat_seconds: float = Field(default=2.0, gt=0)
+    """How often the supervisor beats; a worker silent for 5 beats is presumed dead."""
+    max_body_bytes: int = Field(default=1_000_000, ge=1024)
+    list_playground_envs: bool = True
+    """List MuJoCo Playground envs in GET /api/envs (describing them all takes a minute of
+    CPU once per data directory; tests turn it off). They can be trained either way."""
+
+    @field_validator("data_dir", "jax_cache")
+    @classmethod
+    def _absolute(cls, value: Path | None) -> Path | None:
+        return None if value is None else value.expanduser().resolve()
+
+    @field_validator("allowed_hosts", mode="before")
+    @classmethod
+    def _split_hosts(cls, value: object) -> object:
+        if isinstance(value, str):
+            return tuple(h.strip() for h in value.split(",") if h.strip())
+        return value
+
+    @cached_property
+    def token(self) -> str:
+        return self.api_token or secrets.token_urlsafe(24)
+
+    @property
+    def db_url(self) -> str:
+        if self.database_url:
+            return self.database_url
+        return f"sqlite:///{(self.data_dir / 'nnx_ppo.db').resolve()}"
+
+    @property
+    def runs_dir(self) -> Path:
+        return (self.data_dir / "runs").resolve()
+
+    @property
+    def compile_cache(self) -> Path:
+        return (self.jax_cache or self.data_dir / "jax_cache").resolve()
+
+    @property
+    def heartbeat_timeout(self) -> float:
+        return 5 * self.heartbeat_seconds
+
+    def run_dir(self, run_id: str) -> Path:
+        return self.runs_dir / run_id
+
+    def ensure_dirs(self) -> None:
+        self.data_dir.mkdir(parents=True, exist_ok=True)
+        self.runs_dir.mkdir(parents=True, exist_ok=True)
+        self.compile_cache.mkdir(parents=True, exist_ok=True)

@@ -1,0 +1,223 @@
+"""What only the library can judge about a run spec, and the env catalogue.
+
+Imports ``nnx_ppo`` (and so JAX): it runs in run processes and in the spec-checker process
+(``checker``), never in the API process itself.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+import math
+import types
+import typing
+from collections.abc import Iterator, Mapping
+from typing import Any
+
+from nnx_ppo.algorithms.config import (
+    DistillationConfig,
+    DistillationTrainConfig,
+    EvalConfig,
+    PPOConfig,
+    TrainConfig,
+    VideoConfig,
+)
+from nnx_ppo.algorithms.types import LoggingLevel
+
+Loc = tuple[str | int, ...]
+
+
+class SpecError(ValueError):
+    """An invalid field of a run spec: ``loc`` is its path in the request body."""
+
+    def __init__(self, loc: Loc, msg: str):
+        super().__init__(msg)
+        self.loc = loc
+        self.msg = msg
+
+    def as_detail(self) -> dict[str, Any]:
+        return {"loc": ["body", *self.loc], "msg": self.msg, "type": "value_error"}
+
+
+_NESTED = {
+    "ppo": PPOConfig,
+    "distillation": DistillationConfig,
+    "eval": EvalConfig,
+    "video": VideoConfig,
+}
+
+
+def make_config(kind: str, raw: Mapping[str, Any]) -> TrainConfig | DistillationTrainConfig:
+    """The library config of a spec's ``config`` object (every field optional).
+
+    Raises:
+        SpecError: naming the field (unknown field, wrong type, or a value the config's
+            own validation refuses).
+    """
+    top = DistillationTrainConfig if kind == "distillation" else TrainConfig
+    return _build(top, raw, ("config",))
+
+
+def _build(cls: type, raw: Any, loc: Loc) -> Any:
+    if not isinstance(raw, Mapping):
+        raise SpecError(loc, "must be an object")
+    fields = {f.name: f for f in dataclasses.fields(cls)}
+    hints = typing.get_type_hints(cls)
+    kwargs: dict[str, Any] = {}
+    for name, value in raw.items():
+        if name not in fields:
+            raise SpecError((*loc, name), f"unknown field; accepted: {', '.join(fields)}")
+        if name in _NESTED and hints[name] is _NESTED[name]:
+            kwargs[name] = _build(_NESTED[name], value, (*loc, name))
+        else:
+            kwargs[name] = _coerce(hints[name], value, (*loc, name))
+    try:
+        return cls(**kwargs)
+    except ValueError as error:
+        message = str(error)
+        dotted = message.split(" ", 1)[0]
+        parts = dotted.split(".")
+        if parts[-1] in fields and len(parts) <= 2:
+            raise SpecError((*loc, parts[-1]), message) from None
+        raise SpecError(loc, message) from None
+
+
+def _coerce(hint: Any, value: Any, loc: Loc) -> Any:
+    """JSON value -> the field's Python type; ``SpecError`` when it cannot be one."""
+    options = typing.get_args(hint) if _is_union(hint) else (hint,)
+    if value is None:
+        if type(None) in options:
+            return None
+        raise SpecError(loc, "must not be null")
+    errors = []
+    for option in options:
+        if option is type(None):
+            continue
+        try:
+            return _coerce_one(option, value)
+        except (TypeError, ValueError, KeyError) as error:
+            errors.append(str(error))
+    raise SpecError(loc, "; ".join(errors) or "invalid value")
+
+
+def _is_union(hint: Any) -> bool:
+    return typing.get_origin(hint) in (typing.Union, types.UnionType)
+
+
+def _coerce_one(option: Any, value: Any) -> Any:
+    origin = typing.get_origin(option)
+    if option is bool:
+        if isinstance(value, bool):
+            return value
+        raise TypeError(f"must be true or false, got {value!r}")
+    if option is int:
+        if isinstance(value, int) and not isinstance(value, bool):
+            return value
+        raise TypeError(f"must be an integer, got {value!r}")
+    if option is float:
+        if isinstance(value, int | float) and not isinstance(value, bool):
+            if not math.isfinite(value):
+                raise ValueError(f"must be a finite number, got {value!r}")
+            return float(value)
+        raise TypeError(f"must be a number, got {value!r}")
+    if option is LoggingLevel:
+        return _logging_level(value)
+    if origin is tuple:
+        if not isinstance(value, list):
+            raise TypeError(f"must be a list, got {value!r}")
+        item = typing.get_args(option)[0]
+        return tuple(_coerce_one(item, v) for v in value)
+    if origin is dict or option is dict:
+        if not isinstance(value, dict):
+            raise TypeError(f"must be an object, got {value!r}")
+        return dict(value)
+    raise TypeError(f"unsupported field type {option!r}")
+
+
+def _logging_level(value: Any) -> LoggingLevel:
+    """A LoggingLevel from an int, a name, ``"A|B"``, or a list of names."""
+    if isinstance(value, int) and not isinstance(value, bool):
+        if value < 0 or value & ~LoggingLevel.ALL.value & ~LoggingLevel.ROLLOUT_OBS.value:
+            raise ValueError(f"{value} is not a combination of LoggingLevel flags")
+        return LoggingLevel(value)
+    names = value.split("|") if isinstance(value, str) else value
+    if not isinstance(names, list) or not all(isinstance(n, str) for n in names):
+        raise TypeError(
+            "must be a LoggingLevel: an integer, names joined by '|', or a list of names, "
+            f"got {value!r}"
+        )
+    level = LoggingLevel(0)
+    for name in names:
+        member = LoggingLevel.__members__.get(name.strip().upper())
+        if member is None:
+            known = ", ".join(LoggingLevel.__members__)
+            raise ValueError(f"unknown LoggingLevel {name!r}; known: {known}")
+        level |= member
+    return level
+
+
+def total_steps(config: TrainConfig | DistillationTrainConfig) -> int:
+    if isinstance(config, DistillationTrainConfig):
+        return config.distillation.total_steps
+    return config.ppo.total_steps
+
+
+def check_spec(
+    spec: Mapping[str, Any], teacher_network: Mapping[str, Any] | None
+) -> tuple[list[dict], int]:
+    """Field-level errors of a spec (already shape-checked by ``schemas.RunCreate``): the
+    config, the env and its overrides, the network against the env, and for a distillation
+    run, the teacher's network against the env. Returns the errors (empty when valid) and
+    the run's total steps."""
+    from nnx_ppo import envs
+    from nnx_ppo.algorithms.training import check_compatible
+    from nnx_ppo.presets import make_networks
+
+    errors: list[dict] = []
+    steps = 0
+    try:
+        steps = total_steps(make_config(spec.get("kind", "ppo"), spec.get("config") or {}))
+    except SpecError as error:
+        errors.append(error.as_detail())
+    env_spec = spec["env"]
+    try:
+        env = envs.load(env_spec["name"], env_spec.get("overrides") or {})
+    except ValueError as error:
+        known = env_spec["name"] in envs.available_envs()
+        loc: Loc = ("env", "overrides") if known else ("env", "name")
+        errors.append(SpecError(loc, str(error)).as_detail())
+        return errors, steps
+    networks = {"network": spec.get("network") or {"kind": "mlp"}}
+    if teacher_network is not None:
+        networks["teacher"] = teacher_network
+    for where, network_spec in networks.items():
+        try:
+            network = make_networks(dict(network_spec), env.observation_size, env.action_size, 0)
+            check_compatible(env, network)
+        except (TypeError, ValueError) as error:
+            errors.append(SpecError((where,), str(error)).as_detail())
+    return errors, steps
+
+
+def describe_envs(include_playground: bool = True) -> Iterator[dict[str, Any]]:
+    """``envs.describe`` of every env that can be trained: built-ins first. An env that
+    fails to load (e.g. a missing asset) is left out."""
+    from nnx_ppo import envs
+
+    names = envs.available_envs() if include_playground else list(envs.BUILTIN_ENVS)
+    for name in names:
+        try:
+            entry = envs.describe(name)
+        except Exception:
+            continue
+        size = entry["observation_size"]
+        if isinstance(size, Mapping):
+            entry["observation_size"] = {k: list(v) for k, v in size.items()}
+        else:
+            entry["observation_size"] = int(size)
+        yield entry
+
+
+def runtime_info() -> dict[str, Any]:
+    import jax
+
+    return {"jax_backend": jax.default_backend(), "devices": [str(d) for d in jax.devices()]}

@@ -1,0 +1,289 @@
+"""The worker supervisor: claims queued runs and executes each in its own child process.
+
+Host loop: every ``TICK_S`` it records the exits of finished children (their outcome, or
+the signal that killed them), starts claimed runs on free slots (one slot per device),
+and from time to time requeues the runs of workers that died. A heartbeat thread keeps the
+worker's row fresh. SIGTERM is warm: the children stop after their current jitted call,
+write a checkpoint and are requeued; a second SIGTERM (or SIGINT) is cold: they are killed
+and requeued.
+"""
+
+from __future__ import annotations
+
+import logging
+import multiprocessing as mp
+import os
+import shutil
+import signal
+import subprocess
+import sys
+import threading
+import time
+from dataclasses import dataclass, field
+from multiprocessing.connection import Connection
+from typing import Any
+
+from server import artifacts, run_process
+from server.db import make_engine, make_sessionmaker, migrate
+from server.run_status import TransitionError
+from server.run_store import RunNotFound, RunStore
+from server.settings import Settings
+
+log = logging.getLogger("nnx_ppo.worker")
+
+TICK_S = 0.2
+RECOVER_EVERY_S = 5.0
+WARM_STOP_TIMEOUT_S = 120.0
+LOG_TAIL_LINES = 20
+
+
+@dataclass(frozen=True)
+class Slot:
+    """Where one run process executes: a device and the environment that pins it."""
+
+    name: str
+    env: dict[str, str] = field(default_factory=dict)
+
+
+def detect_slots(workers: int | None) -> list[Slot]:
+    """One slot per GPU (``nvidia-smi -L``), or one CPU slot; ``workers`` slots when set
+    (spread over the GPUs)."""
+    gpus: list[str] = []
+    if shutil.which("nvidia-smi") and os.environ.get("CUDA_VISIBLE_DEVICES", None) != "":
+        try:
+            listing = subprocess.run(
+                ["nvidia-smi", "-L"], capture_output=True, text=True, timeout=20, check=True
+            ).stdout
+            gpus = [str(i) for i, line in enumerate(listing.splitlines()) if line.startswith("GPU")]
+        except (OSError, subprocess.SubprocessError):
+            gpus = []
+    if not gpus:
+        return [Slot(f"cpu:{i}", {}) for i in range(workers or 1)]
+    count = workers or len(gpus)
+    return [
+        Slot(f"gpu:{gpus[i % len(gpus)]}", {"CUDA_VISIBLE_DEVICES": gpus[i % len(gpus)]})
+        for i in range(count)
+    ]
+
+
+@dataclass
+class Child:
+    run_id: str
+    slot: Slot
+    process: Any
+    conn: Connection
+    outcome: tuple[str, str | None] | None = None
+
+
+def signal_name(code: int) -> str:
+    try:
+        return signal.Signals(code).name
+    except ValueError:
+        return f"signal {code}"
+
+
+class Supervisor:
+    def __init__(self, settings: Settings, slots: list[Slot] | None = None):
+        self.settings = settings
+        self.slots = slots if slots is not None else detect_slots(settings.workers)
+        self.engine = make_engine(settings.db_url)
+        self.store = RunStore(make_sessionmaker(self.engine), settings.runs_dir)
+        self.children: dict[str, Child] = {}
+        self.stopping = 0  # 1: warm, 2: cold
+        self.worker_id = ""
+        self._ctx = mp.get_context("spawn")
+        self._settings_json = settings.model_dump_json()
+
+    # -- signals ------------------------------------------------------------------------
+
+    def install_signals(self) -> None:
+        signal.signal(signal.SIGTERM, self._on_signal)
+        signal.signal(signal.SIGINT, self._on_signal)
+
+    def _on_signal(self, signum: int, _frame: Any) -> None:
+        self.stopping += 1 if signum == signal.SIGTERM else 2
+        self.stopping = min(self.stopping, 2)
+
+    # -- the loop -----------------------------------------------------------------------
+
+    def run(self) -> None:
+        self.worker_id = self.store.register_worker([s.name for s in self.slots])
+        log.info("worker %s: slots %s", self.worker_id, [s.name for s in self.slots])
+        beat = threading.Event()
+        threading.Thread(
+            target=self._heartbeat, args=(beat,), daemon=True, name="heartbeat"
+        ).start()
+        threading.Thread(target=self._probe_devices, daemon=True, name="probe").start()
+        recovered = self.store.recover_orphans(self.settings.heartbeat_timeout, self.worker_id)
+        if recovered:
+            log.info("requeued runs of dead workers: %s", recovered)
+        last_recover = time.monotonic()
+        try:
+            while not self.stopping:
+                self._reap()
+                self._start_claimed()
+                if time.monotonic() - last_recover > RECOVER_EVERY_S:
+                    self.store.recover_orphans(self.settings.heartbeat_timeout, self.worker_id)
+                    last_recover = time.monotonic()
+                time.sleep(TICK_S)
+            self._shut_down()
+        finally:
+            beat.set()
+            self.store.stop_worker(self.worker_id)
+            self.engine.dispose()
+
+    def _heartbeat(self, done: threading.Event) -> None:
+        while not done.wait(self.settings.heartbeat_seconds):
+            try:
+                self.store.heartbeat(self.worker_id)
+            except Exception:
+                log.exception("heartbeat failed")
+
+    def _probe_devices(self) -> None:
+        """Asks a short-lived JAX process for the backend and devices (for health)."""
+        env = dict(os.environ)
+        env.update(self.slots[0].env if self.slots else {})
+        code = (
+            "import jax; print(jax.default_backend()); "
+            "print('|'.join(str(d) for d in jax.devices()))"
+        )
+        try:
+            out = subprocess.run(
+                [sys.executable, "-c", code],
+                capture_output=True,
+                text=True,
+                timeout=120,
+                env=env,
+                check=True,
+            ).stdout.splitlines()
+            backend, devices = out[-2], out[-1].split("|")
+        except (OSError, subprocess.SubprocessError, IndexError):
+            return
+        from sqlalchemy import update
+
+        from server.models import WorkerRow
+
+        with self.store.sessions() as session, session.begin():
+            session.execute(
+                update(WorkerRow)
+                .where(WorkerRow.id == self.worker_id)
+                .values(backend=backend, devices=devices)
+            )
+
+    def _free_slots(self) -> list[Slot]:
+        taken: dict[str, int] = {}
+        for child in self.children.values():
+            taken[child.slot.name] = taken.get(child.slot.name, 0) + 1
+        free = []
+        for slot in self.slots:
+            if taken.get(slot.name, 0) > 0:
+                taken[slot.name] -= 1
+            else:
+                free.append(slot)
+        return free
+
+    def _start_claimed(self) -> None:
+        for slot in self._free_slots():
+            run = self.store.claim_next(self.worker_id)
+            if run is None:
+                return
+            self._spawn(run.id, slot)
+
+    def _spawn(self, run_id: str, slot: Slot) -> None:
+        parent, child_end = self._ctx.Pipe(duplex=False)
+        process = self._ctx.Process(
+            target=run_process.main,
+            args=(run_id, self._settings_json, slot.env, child_end),
+            name=f"nnx-ppo-run-{run_id}",
+        )
+        process.start()
+        child_end.close()
+        self.children[run_id] = Child(run_id, slot, process, parent)
+        self.store.set_pid(run_id, process.pid)
+        log.info("run %s started on %s (pid %s)", run_id, slot.name, process.pid)
+
+    def _reap(self) -> None:
+        for run_id, child in list(self.children.items()):
+            self._collect_outcome(child)
+            if child.process.is_alive():
+                continue
+            child.process.join()
+            self._collect_outcome(child)
+            del self.children[run_id]
+            self._record_exit(child)
+
+    @staticmethod
+    def _collect_outcome(child: Child) -> None:
+        try:
+            if child.outcome is None and child.conn.poll():
+                child.outcome = child.conn.recv()
+        except (EOFError, OSError):
+            pass
+
+    def _record_exit(self, child: Child) -> None:
+        """The run's final transition, from its outcome or how its process ended."""
+        code = child.process.exitcode
+        try:
+            if child.outcome is None:
+                if code is not None and code < 0:
+                    cause = f"killed by signal {-code} ({signal_name(-code)})"
+                else:
+                    cause = f"the run process exited with code {code} without reporting"
+                if self.stopping:
+                    self._requeue(child.run_id, f"stopped with the worker ({cause})")
+                else:
+                    self._fail(child.run_id, f"{cause}{self._log_tail(child.run_id)}")
+                return
+            status, message = child.outcome
+            if status == "succeeded":
+                self.store.transition(child.run_id, "finish")
+            elif status == "failed":
+                self._fail(child.run_id, message or "failed")
+            elif message == "cancel":
+                self.store.transition(child.run_id, "cancel")
+            else:
+                self._requeue(child.run_id, "the worker stopped")
+        except (TransitionError, RunNotFound) as error:
+            log.warning("run %s: %s", child.run_id, error)
+        log.info("run %s ended: %s (exit code %s)", child.run_id, child.outcome, code)
+
+    def _fail(self, run_id: str, message: str) -> None:
+        self.store.transition(run_id, "fail", message)
+
+    def _requeue(self, run_id: str, reason: str) -> None:
+        self.store.transition(run_id, "interrupt", reason)
+        self.store.transition(run_id, "requeue", None, queued_at=time.time(), worker_id=None)
+
+    def _log_tail(self, run_id: str) -> str:
+        tail = artifacts.log_tail(self.settings.run_dir(run_id), LOG_TAIL_LINES).strip()
+        return f"\n--- last lines of its log ---\n{tail}" if tail else ""
+
+    def _shut_down(self) -> None:
+        """Warm: SIGTERM every child and wait for it to checkpoint; cold (a second signal,
+        or the timeout): SIGKILL. Every run still running is requeued."""
+        for child in self.children.values():
+            if child.process.is_alive():
+                os.kill(child.process.pid, signal.SIGTERM)
+        deadline = time.monotonic() + WARM_STOP_TIMEOUT_S
+        while self.children and self.stopping < 2 and time.monotonic() < deadline:
+            self._reap()
+            time.sleep(TICK_S)
+        for child in self.children.values():
+            if child.process.is_alive():
+                child.process.kill()
+        for child in list(self.children.values()):
+            child.process.join(10)
+        self._reap()
+
+
+def main(settings_json: str | None = None, *, die_with_parent: bool = False) -> None:
+    """Entry point of the supervisor (``nnx-ppo worker``, or a child of ``nnx-ppo serve``)."""
+    if die_with_parent:
+        run_process.die_with_parent()
+    logging.basicConfig(level=logging.INFO, format="%(asctime)s %(name)s %(message)s")
+    settings = Settings.model_validate_json(settings_json) if settings_json else Settings()
+    settings.ensure_dirs()
+    migrate(settings.db_url)
+    supervisor = Supervisor(settings)
+    supervisor.install_signals()
+    supervisor.run()
