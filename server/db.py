@@ -19,9 +19,11 @@ MIGRATIONS_DIR = Path(__file__).resolve().parent.parent / "migrations"
 BUSY_TIMEOUT_MS = 30_000
 
 
-def make_engine(url: str) -> Engine:
+def make_engine(url: str, *, durable: bool = True) -> Engine:
     """An engine for ``url``; for SQLite: WAL, foreign keys, a 30 s busy timeout, and
-    transactions that begin with ``BEGIN IMMEDIATE``."""
+    transactions that begin with ``BEGIN IMMEDIATE``. ``durable``: each commit is synced to
+    disk (``synchronous=FULL``); without it, only WAL checkpoints are (for bulk test
+    fixtures)."""
     if not url.startswith("sqlite"):
         return create_engine(url, pool_pre_ping=True)
     engine = create_engine(
@@ -36,7 +38,7 @@ def make_engine(url: str) -> Engine:
         dbapi_connection.isolation_level = None  # we issue BEGIN ourselves
         cursor = dbapi_connection.cursor()
         cursor.execute("PRAGMA journal_mode=WAL")
-        cursor.execute("PRAGMA synchronous=FULL")
+        cursor.execute(f"PRAGMA synchronous={'FULL' if durable else 'NORMAL'}")
         cursor.execute("PRAGMA foreign_keys=ON")
         cursor.execute(f"PRAGMA busy_timeout={BUSY_TIMEOUT_MS}")
         cursor.close()

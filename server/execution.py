@@ -95,6 +95,7 @@ class RunExecution:
             video_fn = self._video_fn if config.video.enabled else None
             train_ppo(env, networks, config, initial_state=initial, video_fn=video_fn, **callbacks)
         seconds = time.monotonic() - started
+        self.reporter.flush()  # everything reported is stored before the outcome
         if self.divergence is not None:
             log(f"stopped: {self.divergence}")
             return ("failed", self.divergence)

@@ -1,9 +1,17 @@
 """The narrow interface through which a run process reports, wherever it runs: store
-metrics, store artifacts, write log lines, and ask whether it should stop."""
+metrics, store artifacts, write log lines, and ask whether it should stop.
+
+Writes go through one background thread, in order, so that training never waits for the
+database: metrics that arrive while a transaction commits are stored together in the next
+one. A write that fails (a full disk, say) is raised on the next report, and ``flush``
+waits until everything reported is durable (or raises the failure).
+"""
 
 from __future__ import annotations
 
+import queue
 import sys
+import threading
 import time
 from collections.abc import Mapping
 from typing import Any
@@ -16,6 +24,12 @@ from server.settings import Settings
 
 CANCEL_POLL_S = 0.5
 
+_Item = tuple[str, Any]
+
+
+class ReportFailed(Exception):
+    """Storing a report failed; the message names the cause."""
+
 
 class RunReporter:
     def __init__(self, store: RunStore, engine: Engine | None, run_id: str):
@@ -24,6 +38,10 @@ class RunReporter:
         self.run_id = run_id
         self._cancel_checked = 0.0
         self._cancelled = False
+        self._queue: queue.Queue[_Item] = queue.Queue()
+        self._error: BaseException | None = None
+        self._writer = threading.Thread(target=self._write_forever, daemon=True, name="reporter")
+        self._writer.start()
 
     @classmethod
     def open(cls, settings: Settings, run_id: str) -> RunReporter:
@@ -34,19 +52,26 @@ class RunReporter:
         if self.engine is not None:
             self.engine.dispose()
 
-    def metrics(self, step: int, values: Mapping[str, float]) -> bool:
-        return self.store.record_metrics(self.run_id, step, time.time(), values)
+    # -- reports (queued, in order) -----------------------------------------------------
+
+    def metrics(self, step: int, values: Mapping[str, float]) -> None:
+        self._put("metrics", (step, time.time(), dict(values)))
 
     def video(self, step: int, filename: str, episode_reward: float, episode_length: int) -> None:
-        self.store.record_video(self.run_id, step, filename, episode_reward, episode_length)
+        self._put("video", (step, filename, episode_reward, episode_length))
 
     def checkpoint(self, public: dict[str, Any]) -> None:
-        self.store.record_checkpoint(self.run_id, public)
+        self._put("checkpoint", public)
 
     def log(self, line: str) -> None:
         """A line for the log file and the run's stream."""
         print(line, file=sys.stderr, flush=True)
-        self.store.record_log(self.run_id, line)
+        self._put("log", line)
+
+    def flush(self) -> None:
+        """Waits until every report is stored; raises ``ReportFailed`` if one was not."""
+        self._queue.join()
+        self._raise_if_failed()
 
     def cancel_requested(self) -> bool:
         """Whether the run was cancelled (asked at most every ``CANCEL_POLL_S``)."""
@@ -55,3 +80,57 @@ class RunReporter:
             self._cancel_checked = now
             self._cancelled = self.store.cancel_requested(self.run_id)
         return self._cancelled
+
+    # -- the writer thread --------------------------------------------------------------
+
+    def _put(self, kind: str, payload: Any) -> None:
+        self._raise_if_failed()
+        self._queue.put((kind, payload))
+
+    def _raise_if_failed(self) -> None:
+        if self._error is not None:
+            raise ReportFailed(f"storing the run's reports failed: {_describe(self._error)}")
+
+    def _write_forever(self) -> None:
+        while True:
+            items = [self._queue.get()]
+            while True:
+                try:
+                    items.append(self._queue.get_nowait())
+                except queue.Empty:
+                    break
+            try:
+                if self._error is None:
+                    self._write(items)
+            except Exception as error:  # kept, and raised in the training thread
+                self._error = error
+            finally:
+                for _ in items:
+                    self._queue.task_done()
+
+    def _write(self, items: list[_Item]) -> None:
+        batch: list[Any] = []
+        for kind, payload in items:
+            if kind == "metrics":
+                batch.append(payload)
+                continue
+            if batch:
+                self.store.record_metrics_batch(self.run_id, batch)
+                batch = []
+            if kind == "video":
+                self.store.record_video(self.run_id, *payload)
+            elif kind == "checkpoint":
+                self.store.record_checkpoint(self.run_id, payload)
+            else:
+                self.store.record_log(self.run_id, payload)
+        if batch:
+            self.store.record_metrics_batch(self.run_id, batch)
+
+
+def _describe(error: BaseException) -> str:
+    if isinstance(error, OSError) and error.strerror:
+        return error.strerror
+    cause = error.__cause__ or error.__context__
+    if cause is not None and str(cause):
+        return f"{type(error).__name__}: {cause}"
+    return f"{type(error).__name__}: {error}"

@@ -11,6 +11,7 @@ is cold. The process dies with its parent.
 
 from __future__ import annotations
 
+import contextlib
 import ctypes
 import os
 import signal
@@ -95,6 +96,8 @@ def main(run_id: str, settings_json: str, slot_env: dict[str, str], conn: Connec
     except Exception as error:
         traceback.print_exc()
         outcome = ("failed", describe_error(error))
+        with contextlib.suppress(Exception):  # store what was reported before the failure
+            reporter.flush()
     sys.stdout.flush()
     sys.stderr.flush()
     try:

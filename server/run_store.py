@@ -19,7 +19,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
-from sqlalchemy import delete, func, select, text, update
+from sqlalchemy import delete, func, insert, select, text, update
 from sqlalchemy.orm import Session, sessionmaker
 
 from server import values
@@ -47,6 +47,8 @@ _UPSERT_ROLLUP = text(
         nans = nans + excluded.nans
     """
 )
+
+_UPDATE_COUNT = text("UPDATE metric_keys SET count = :c WHERE run_id = :r AND key = :k")
 
 
 class RunNotFound(Exception):
@@ -215,31 +217,51 @@ class RunStore:
     def record_metrics(
         self, run_id: str, step: int, wall_time: float, metrics: Mapping[str, float]
     ) -> bool:
-        """Stores one step's metrics and their event in one transaction.
+        """Stores one step's metrics and their event; False if the step was skipped (see
+        ``record_metrics_batch``)."""
+        return self.record_metrics_batch(run_id, [(step, wall_time, metrics)]) == 1
 
-        A step at or below the newest stored step of any of these keys is skipped (a run
-        that resumed from an older checkpoint repeats steps it had stored): returns False.
+    def record_metrics_batch(
+        self, run_id: str, batch: Sequence[tuple[int, float, Mapping[str, float]]]
+    ) -> int:
+        """Stores ``(step, wall_time, metrics)`` entries, each with its ``metrics`` event,
+        in one transaction; returns how many were stored.
+
+        A step at or below the newest stored step is skipped (a run that resumed from an
+        older checkpoint repeats steps it had stored).
         """
         with transaction(self.sessions) as session:
             run = self._get(session, run_id)
+            keys = sorted({key for _, _, metrics in batch for key in metrics})
             counts = dict(
                 session.execute(
                     select(MetricKeyRow.key, MetricKeyRow.count).where(
-                        MetricKeyRow.run_id == run_id, MetricKeyRow.key.in_(list(metrics))
+                        MetricKeyRow.run_id == run_id, MetricKeyRow.key.in_(keys)
                     )
                 ).all()
             )
-            if step <= run.steps:  # run.steps is the newest step stored
-                return False
-            for key, value in metrics.items():
-                index = counts.get(key, 0)
-                stored = values.to_db(float(value))
-                session.add(
-                    MetricRow(run_id=run_id, key=key, step=step, wall_time=wall_time, value=stored)
-                )
-                for size in ROLLUP_SIZES:
-                    session.execute(
-                        _UPSERT_ROLLUP,
+            known = set(counts)
+            rows: list[dict[str, Any]] = []
+            rollups: list[dict[str, Any]] = []
+            stored_steps = 0
+            latest = dict(run.latest_metrics)
+            for step, wall_time, metrics in batch:
+                if step <= run.steps:  # run.steps is the newest step stored
+                    continue
+                for key, value in metrics.items():
+                    index = counts.get(key, 0)
+                    counts[key] = index + 1
+                    stored = values.to_db(float(value))
+                    rows.append(
+                        {
+                            "run_id": run_id,
+                            "key": key,
+                            "step": step,
+                            "wall_time": wall_time,
+                            "value": stored,
+                        }
+                    )
+                    rollups.extend(
                         {
                             "run_id": run_id,
                             "key": key,
@@ -248,23 +270,35 @@ class RunStore:
                             "step": step,
                             "value": stored,
                             "nan": int(stored is None),
-                        },
+                        }
+                        for size in ROLLUP_SIZES
                     )
-                if key in counts:
-                    session.execute(
-                        update(MetricKeyRow)
-                        .where(MetricKeyRow.run_id == run_id, MetricKeyRow.key == key)
-                        .values(count=index + 1)
-                    )
-                else:
-                    session.add(MetricKeyRow(run_id=run_id, key=key, count=1))
-            encoded = {k: values.encode(float(v)) for k, v in metrics.items()}
-            run.steps = max(run.steps, step)
-            run.latest_metrics = {**run.latest_metrics, **encoded}
-            self._append(
-                session, run, "metrics", {"step": step, "wall_time": wall_time, "values": encoded}
-            )
-            return True
+                encoded = {k: values.encode(float(v)) for k, v in metrics.items()}
+                latest.update(encoded)
+                run.steps = step
+                self._append(
+                    session,
+                    run,
+                    "metrics",
+                    {"step": step, "wall_time": wall_time, "values": encoded},
+                )
+                stored_steps += 1
+            if not stored_steps:
+                return 0
+            session.execute(insert(MetricRow), rows)
+            session.execute(_UPSERT_ROLLUP, rollups)
+            updated = [{"r": run_id, "k": k, "c": c} for k, c in counts.items() if k in known]
+            if updated:
+                session.execute(_UPDATE_COUNT, updated)
+            new_keys = [
+                {"run_id": run_id, "key": k, "count": c}
+                for k, c in counts.items()
+                if k not in known
+            ]
+            if new_keys:
+                session.execute(insert(MetricKeyRow), new_keys)
+            run.latest_metrics = latest
+            return stored_steps
 
     def record_video(
         self, run_id: str, step: int, filename: str, episode_reward: float, episode_length: int

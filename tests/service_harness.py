@@ -115,8 +115,9 @@ class Service:
             if self.process.poll() is not None:
                 raise RuntimeError(f"the service exited ({self.process.returncode}):\n{self.log()}")
             try:
-                if httpx.get(f"{self.url}/api/health", timeout=2).status_code == 200:
-                    return self
+                health = self.client.get("/api/health", timeout=2)
+                if health.status_code == 200 and (health.json()["workers"] or not self.worker):
+                    return self  # the API answers and the worker has registered
             except httpx.TransportError:
                 pass
             time.sleep(0.2)

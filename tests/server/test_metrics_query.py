@@ -1,0 +1,140 @@
+"""Downsampled metric reads against a brute-force computation over the raw points, on a
+real SQLite file written through the store (which maintains the rollups)."""
+
+from __future__ import annotations
+
+import math
+import random
+from pathlib import Path
+
+import pytest
+from sqlalchemy import Engine
+
+from server.db import make_engine, make_sessionmaker, migrate
+from server.metrics_query import read_series
+from server.run_store import RunStore
+
+
+@pytest.fixture(scope="module")
+def store(tmp_path_factory: pytest.TempPathFactory) -> RunStore:
+    directory = tmp_path_factory.mktemp("metrics")
+    url = f"sqlite:///{directory / 'db.sqlite'}"
+    migrate(url)
+    return RunStore(make_sessionmaker(make_engine(url, durable=False)), directory / "runs")
+
+
+def _engine(store: RunStore) -> Engine:
+    return store.sessions.kw["bind"]
+
+
+def _new_run(store: RunStore, points: list[tuple[int, float]], key: str = "k") -> str:
+    """A run with these points, stored as a run process does: one transaction per batch
+    of steps (batches of 1, 7 and 500 to cover the rollup bookkeeping across batches)."""
+    run = store.create({}, kind="ppo", name="m", tags=[], notes="", total_steps=1)
+    entries = [(step, 0.0, {key: value}) for step, value in points]
+    i = 0
+    for size in (1, 7, *[500] * len(entries)):
+        if i >= len(entries):
+            break
+        assert store.record_metrics_batch(run.id, entries[i : i + size]) == len(
+            entries[i : i + size]
+        )
+        i += size
+    return run.id
+
+
+def _decode(v: float | str) -> float:
+    return float({"NaN": "nan", "Infinity": "inf", "-Infinity": "-inf"}.get(v, v))  # type: ignore[arg-type]
+
+
+def test_few_points_come_back_exactly(store: RunStore) -> None:
+    points = [(10, 1.0), (20, float("nan")), (30, float("inf")), (40, -2.5)]
+    run_id = _new_run(store, points)
+    with _engine(store).connect() as conn:
+        series = read_series(conn, run_id, "k", -1, 1000).as_dict()
+    assert series["step"] == [10, 20, 30, 40]
+    assert series["value"] == [1.0, "NaN", "Infinity", -2.5]
+    assert series["min"] == series["max"] == series["value"]
+    with _engine(store).connect() as conn:
+        after = read_series(conn, run_id, "k", 20, 1000).as_dict()
+    assert after["step"] == [30, 40]  # after_step is strictly greater
+
+
+def _brute_force(points: list[tuple[int, float]], after: int, max_points: int) -> dict:
+    """Equal-width step buckets over the raw points (NaN-propagating min/max)."""
+    kept = [(s, v) for s, v in points if s > after]
+    lo, hi = kept[0][0], kept[-1][0]
+    width = math.ceil((hi - lo + 1) / max_points)
+    buckets: dict[int, list[tuple[int, float]]] = {}
+    for s, v in kept:
+        buckets.setdefault((s - lo) // width, []).append((s, v))
+    out: dict[str, list] = {"step": [], "value": [], "min": [], "max": []}
+    for b in sorted(buckets):
+        values = [v for _, v in buckets[b]]
+        nan = any(math.isnan(v) for v in values)
+        out["step"].append(buckets[b][-1][0])
+        out["value"].append(values[-1])
+        out["min"].append(math.nan if nan else min(values))
+        out["max"].append(math.nan if nan else max(values))
+    return out
+
+
+def _same(a: list, b: list) -> bool:
+    return all((math.isnan(x) and math.isnan(y)) or x == y for x, y in zip(a, b, strict=True))
+
+
+def test_raw_downsampling_matches_brute_force(store: RunStore) -> None:
+    rng = random.Random(0)
+    points = [(160 * (i + 1), rng.gauss(0, 1)) for i in range(700)]
+    points[123] = (points[123][0], 1e6)  # a spike
+    points[456] = (points[456][0], float("nan"))
+    run_id = _new_run(store, points)
+    # At most 8 raw points per output point: the exact path (no rollups).
+    for after, max_points in [(-1, 100), (160 * 50, 100), (-1, 90), (160 * 690, 3)]:
+        with _engine(store).connect() as conn:
+            got = read_series(conn, run_id, "k", after, max_points).as_dict()
+        want = _brute_force(points, after, max_points)
+        assert got["step"] == want["step"]
+        assert _same([_decode(v) for v in got["value"]], want["value"])
+        assert _same([_decode(v) for v in got["min"]], want["min"])
+        assert _same([_decode(v) for v in got["max"]], want["max"])
+        assert len(got["step"]) <= max_points
+
+
+def test_rollups_keep_spikes_nans_and_the_last_point(store: RunStore) -> None:
+    rng = random.Random(1)
+    points = [(10 * (i + 1), rng.uniform(-1, 1)) for i in range(20_000)]
+    points[7_777] = (points[7_777][0], 50.0)
+    points[12_345] = (points[12_345][0], float("nan"))
+    points[15_000] = (points[15_000][0], -40.0)
+    run_id = _new_run(store, points)
+    for after, max_points in [(-1, 100), (-1, 1000), (10 * 3_333, 200)]:
+        with _engine(store).connect() as conn:
+            got = read_series(conn, run_id, "k", after, max_points).as_dict()
+        kept = [(s, v) for s, v in points if s > after]
+        assert 0 < len(got["step"]) <= max_points
+        assert got["step"] == sorted(got["step"]) and got["step"][-1] == kept[-1][0]
+        assert _decode(got["value"][-1]) == kept[-1][1]
+        highs = [_decode(v) for v in got["max"] if v != "NaN"]
+        lows = [_decode(v) for v in got["min"] if v != "NaN"]
+        finite = [v for s, v in kept if not math.isnan(v)]
+        assert max(highs) <= max(finite) and min(lows) >= min(finite)
+        assert 50.0 in highs  # the spike survives in its bucket's max
+        assert -40.0 in lows
+        nan_buckets = [s for s, m in zip(got["step"], got["min"], strict=True) if m == "NaN"]
+        assert len(nan_buckets) == 1 and nan_buckets[0] >= points[12_345][0]
+
+
+def test_a_repeated_step_is_not_stored_twice(store: RunStore) -> None:
+    run_id = _new_run(store, [(100, 1.0), (200, 2.0)])
+    assert not store.record_metrics(run_id, 200, 0.0, {"k": 9.0})
+    assert not store.record_metrics(run_id, 150, 0.0, {"k": 9.0})
+    with _engine(store).connect() as conn:
+        assert read_series(conn, run_id, "k", -1, 10).as_dict()["value"] == [1.0, 2.0]
+    assert [e["type"] for e in store.events_after(run_id, 0)] == ["status", "metrics", "metrics"]
+
+
+def test_unknown_key_and_empty_run(store: RunStore, tmp_path: Path) -> None:
+    run_id = _new_run(store, [])
+    with _engine(store).connect() as conn:
+        assert read_series(conn, run_id, "nothing", -1, 10).as_dict()["step"] == []
