@@ -3,10 +3,13 @@ PYTHON ?= python3
 VENV ?= .venv
 PY := $(VENV)/bin/python
 STAMP := $(VENV)/.installed
+DASHBOARD := frontend/dist/index.html
+DASHBOARD_SOURCES := $(shell find frontend/src frontend/index.html frontend/package-lock.json \
+	frontend/vite.config.ts frontend/tsconfig.json frontend/openapi.json -type f 2>/dev/null)
 
 .PHONY: setup serve test lint format bench clean
 
-setup: $(STAMP)
+setup: $(STAMP) $(DASHBOARD)
 
 $(STAMP): pyproject.toml
 	$(PYTHON) -m venv $(VENV)
@@ -14,12 +17,17 @@ $(STAMP): pyproject.toml
 	$(PY) -m pip install --quiet -e ".[test,bench,wandb]"
 	touch $(STAMP)
 
+# The dashboard: built once, served by the API from frontend/dist.
+$(DASHBOARD): $(DASHBOARD_SOURCES)
+	cd frontend && npm ci --no-audit --no-fund --loglevel=error && npm run build
+
 serve: setup
 	$(VENV)/bin/nnx-ppo serve $(SERVE_ARGS)
 
 test: setup
 	$(PY) -m ruff check .
 	$(PY) -m ruff format --check .
+	cd frontend && npm test && NNX_PPO_PYTHON=$(abspath $(PY)) npm run check-api
 	$(PY) -m pytest
 
 lint: setup
@@ -34,4 +42,4 @@ bench: setup
 	$(PY) -m bench.compare
 
 clean:
-	rm -rf $(VENV) .cache .pytest_cache .ruff_cache
+	rm -rf $(VENV) .cache .pytest_cache .ruff_cache frontend/node_modules frontend/dist
