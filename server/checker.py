@@ -90,7 +90,11 @@ class SpecChecker:
         with self._lock:
             self._ensure_started()
 
-    def check(self, spec: dict[str, Any], teacher_network: dict[str, Any] | None) -> list[dict]:
+    def check(
+        self, spec: dict[str, Any], teacher_network: dict[str, Any] | None
+    ) -> tuple[list[dict[str, Any]], int]:
+        """``spec_check.check_spec`` in the checker process: the field errors and the run's
+        total steps."""
         with self._lock:
             conn = self._ensure_started()
             try:

@@ -122,7 +122,7 @@ class RunStore:
                 raise RunNotFound(run_id)
             return run
 
-    def list(self, f: RunFilter) -> tuple[list[RunRow], int]:
+    def list_runs(self, f: RunFilter) -> tuple[list[RunRow], int]:
         query = select(RunRow)
         if f.status:
             query = query.where(RunRow.status == f.status)
@@ -420,7 +420,8 @@ class RunStore:
                 if worker is not None and not _worker_dead(worker, now, timeout, host):
                     continue
                 self._transition(session, run, "interrupt", "its worker stopped")
-                self._transition(session, run, "requeue", None, queued_at=now, worker_id=None)
+                # It keeps its place in the queue (queued_at): ahead of runs submitted since.
+                self._transition(session, run, "requeue", None, worker_id=None)
                 recovered.append(run.id)
             for worker in workers.values():
                 if not worker.stopped and _worker_dead(worker, now, timeout, host):

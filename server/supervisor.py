@@ -96,13 +96,15 @@ class Supervisor:
 
     # -- signals ------------------------------------------------------------------------
 
-    def install_signals(self) -> None:
+    def install_signals(self, *, interrupt: bool = True) -> None:
+        """SIGTERM (and SIGINT, with ``interrupt``): the first is warm, the second cold.
+        Under ``nnx-ppo serve`` the terminal's Ctrl-C is the API's to handle (it then
+        stops the supervisor with SIGTERM), so ``interrupt`` is off there."""
         signal.signal(signal.SIGTERM, self._on_signal)
-        signal.signal(signal.SIGINT, self._on_signal)
+        signal.signal(signal.SIGINT, self._on_signal if interrupt else signal.SIG_IGN)
 
-    def _on_signal(self, signum: int, _frame: Any) -> None:
-        self.stopping += 1 if signum == signal.SIGTERM else 2
-        self.stopping = min(self.stopping, 2)
+    def _on_signal(self, _signum: int, _frame: Any) -> None:
+        self.stopping = min(self.stopping + 1, 2)
 
     # -- the loop -----------------------------------------------------------------------
 
@@ -252,7 +254,8 @@ class Supervisor:
 
     def _requeue(self, run_id: str, reason: str) -> None:
         self.store.transition(run_id, "interrupt", reason)
-        self.store.transition(run_id, "requeue", None, queued_at=time.time(), worker_id=None)
+        # It keeps its place in the queue (queued_at): ahead of runs submitted since.
+        self.store.transition(run_id, "requeue", None, worker_id=None)
 
     def _log_tail(self, run_id: str) -> str:
         tail = artifacts.log_tail(self.settings.run_dir(run_id), LOG_TAIL_LINES).strip()
@@ -285,5 +288,5 @@ def main(settings_json: str | None = None, *, die_with_parent: bool = False) -> 
     settings.ensure_dirs()
     migrate(settings.db_url)
     supervisor = Supervisor(settings)
-    supervisor.install_signals()
+    supervisor.install_signals(interrupt=not die_with_parent)
     supervisor.run()

@@ -118,7 +118,7 @@ async def list_runs(
     f = RunFilter(
         status=status.value if status else None, kind=kind, tag=tag, q=q, limit=limit, offset=offset
     )
-    rows, total = await run_in_threadpool(services.store.list, f)
+    rows, total = await run_in_threadpool(services.store.list_runs, f)
     return RunList(items=[run_public(r) for r in rows], total=total)
 
 
