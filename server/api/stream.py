@@ -31,7 +31,7 @@ async def stream(websocket: WebSocket, run_id: str, after_seq: int = 0) -> None:
     try:
         if not RUN_ID.fullmatch(run_id):
             raise RunNotFound(run_id)
-        await run_in_threadpool(services.store.get, run_id)
+        run = await run_in_threadpool(services.store.get, run_id)
     except RunNotFound:
         await websocket.close(code=4404, reason="run not found")
         return
@@ -39,6 +39,9 @@ async def stream(websocket: WebSocket, run_id: str, after_seq: int = 0) -> None:
         await websocket.close(code=1008, reason="after_seq must be >= 0")
         return
     await websocket.accept()
+    if RunStatus(run.status) in TERMINAL and after_seq >= run.last_seq:
+        await websocket.close(code=1000)  # finished, and the client has seen everything
+        return
     hub = services.hub
     hub.follow(run_id)
     reader = asyncio.create_task(_drain_client(websocket))

@@ -251,3 +251,12 @@ def test_resume_and_distill_from_checkpoints(service: Service) -> None:
     assert "losses/distillation" in done["latest_metrics"]
     listed = service.client.get(f"/api/runs/{student['id']}/checkpoints").json()["items"]
     assert [c["step"] for c in listed] == [2080, 4000]
+
+
+def test_stream_of_a_finished_run_seen_to_the_end_closes_at_once(service: Service) -> None:
+    run = service.submit(tiny_ppo_spec(total_steps=320))
+    events = service.events(run["id"])
+    assert events[-1]["type"] == "status" and events[-1]["status"] == "succeeded"
+    started = time.monotonic()
+    assert service.events(run["id"], after_seq=events[-1]["seq"], timeout=30) == []
+    assert time.monotonic() - started < 5
