@@ -27,12 +27,14 @@ serve: setup
 test: setup
 	$(PY) -m ruff check .
 	$(PY) -m ruff format --check .
+	$(PY) -m mypy
 	cd frontend && npm test && NNX_PPO_PYTHON=$(abspath $(PY)) npm run check-api
 	$(PY) -m pytest
 
 lint: setup
 	$(PY) -m ruff check .
 	$(PY) -m ruff format --check .
+	$(PY) -m mypy
 
 format: setup
 	$(PY) -m ruff format .

@@ -108,7 +108,8 @@ class SpecChecker:
                 raise CheckerUnavailable(f"the spec checker stopped: {error}") from error
         if status != "ok":
             raise CheckerUnavailable(f"the spec check failed: {answer}")
-        return answer
+        errors, total_steps = answer
+        return list(errors), int(total_steps)
 
     def _kill(self) -> None:
         if self._process is not None:
@@ -155,9 +156,10 @@ class EnvCatalogue:
     def _read(self) -> dict[str, Any] | None:
         try:
             with open(self.path) as f:
-                return json.load(f)
+                data = json.load(f)
         except (OSError, ValueError):
             return None
+        return data if isinstance(data, dict) else None
 
     def entries(self) -> tuple[list[dict[str, Any]], bool]:
         data = self._read() or {}

@@ -62,9 +62,10 @@ def read_series(
 ) -> Series:
     """One key's points with step > ``after_step``, at most ``max_points`` of them."""
     params = {"run": run_id, "key": key, "after": after_step}
-    count, lo, hi = conn.execute(_COUNT_AFTER, params).one()
-    if not count:
+    row = conn.execute(_COUNT_AFTER, params).one()
+    if not row[0]:
         return Series()
+    count, lo, hi = (int(v) for v in row)
     before = hi + 1
     rows: list[tuple[Any, ...]] = []
     size = _rollup_size(count, max_points)

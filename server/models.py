@@ -3,7 +3,7 @@
 
 from __future__ import annotations
 
-from typing import Any, ClassVar
+from typing import Any
 
 from sqlalchemy import JSON, Float, ForeignKey, Index, Integer, String, Text
 from sqlalchemy.orm import DeclarativeBase, Mapped, mapped_column
@@ -57,7 +57,7 @@ class MetricRow(Base):
     """One scalar of one metric at one env step. NaN is stored as NULL."""
 
     __tablename__ = "metrics"
-    __table_args__: ClassVar[dict[str, Any]] = {"sqlite_with_rowid": False}
+    __table_args__ = {"sqlite_with_rowid": False}  # noqa: RUF012 - SQLAlchemy reads it
 
     run_id: Mapped[str] = mapped_column(ForeignKey("runs.id", ondelete="CASCADE"), primary_key=True)
     key: Mapped[str] = mapped_column(String(200), primary_key=True)
@@ -81,7 +81,7 @@ class MetricRollupRow(Base):
     ``[chunk * size, (chunk + 1) * size)``), for fast downsampled reads."""
 
     __tablename__ = "metric_rollups"
-    __table_args__: ClassVar[dict[str, Any]] = {"sqlite_with_rowid": False}
+    __table_args__ = {"sqlite_with_rowid": False}  # noqa: RUF012 - SQLAlchemy reads it
 
     run_id: Mapped[str] = mapped_column(ForeignKey("runs.id", ondelete="CASCADE"), primary_key=True)
     key: Mapped[str] = mapped_column(String(200), primary_key=True)

@@ -48,7 +48,7 @@ def request_token(scope: Scope, headers: dict[str, str]) -> str | None:
     if scope["type"] == "websocket" or scope.get("method") in ("GET", "HEAD"):
         query = parse_qs(scope.get("query_string", b"").decode("latin-1"))
         if query.get("token"):
-            return query["token"][0]
+            return str(query["token"][0])
     cookie = SimpleCookie()
     try:
         cookie.load(headers.get("cookie", ""))
@@ -97,7 +97,16 @@ class AccessMiddleware:
             if length is not None and (not length.isdigit() or int(length) > self.max_body_bytes):
                 await _refuse(scope, receive, send, 413, "request body too large")
                 return
-            receive = self._capped(receive, scope, send)
+            if length is None and "transfer-encoding" in headers:
+                # A chunked body is read here, so that one past the cap is a 413 (raised
+                # inside the app, FastAPI's body parsing would turn it into a 400).
+                body = await _read_capped(receive, self.max_body_bytes)
+                if body is None:
+                    await _refuse(scope, receive, send, 413, "request body too large")
+                    return
+                receive = _replay(body, receive)
+            else:
+                receive = self._capped(receive, scope, send)
         await self.app(scope, receive, send)
 
     def _capped(self, receive: Receive, scope: Scope, send: Send) -> Receive:
@@ -114,6 +123,37 @@ class AccessMiddleware:
             return message
 
         return capped_receive
+
+
+async def _read_capped(receive: Receive, limit: int) -> bytes | None:
+    """The whole request body, or None once it passes ``limit`` bytes."""
+    chunks, seen = [], 0
+    while True:
+        message = await receive()
+        if message["type"] != "http.request":
+            break
+        chunk = message.get("body", b"")
+        seen += len(chunk)
+        if seen > limit:
+            return None
+        chunks.append(chunk)
+        if not message.get("more_body", False):
+            break
+    return b"".join(chunks)
+
+
+def _replay(body: bytes, receive: Receive) -> Receive:
+    """A ``receive`` that yields ``body`` once, then waits on the client as before."""
+    sent = False
+
+    async def replay() -> Message:
+        nonlocal sent
+        if not sent:
+            sent = True
+            return {"type": "http.request", "body": body, "more_body": False}
+        return await receive()
+
+    return replay
 
 
 class BodyTooLarge(Exception):

@@ -54,7 +54,8 @@ def make_config(kind: str, raw: Mapping[str, Any]) -> TrainConfig | Distillation
             own validation refuses).
     """
     top = DistillationTrainConfig if kind == "distillation" else TrainConfig
-    return _build(top, raw, ("config",))
+    config: TrainConfig | DistillationTrainConfig = _build(top, raw, ("config",))
+    return config
 
 
 def _build(cls: type, raw: Any, loc: Loc) -> Any:
@@ -111,13 +112,19 @@ def _coerce_one(option: Any, value: Any) -> Any:
         raise TypeError(f"must be true or false, got {value!r}")
     if option is int:
         if isinstance(value, int) and not isinstance(value, bool):
+            if not -(2**63) <= value < 2**63:  # JAX and the database take 64 bits
+                raise ValueError("must be a 64-bit integer")
             return value
         raise TypeError(f"must be an integer, got {value!r}")
     if option is float:
         if isinstance(value, int | float) and not isinstance(value, bool):
-            if not math.isfinite(value):
-                raise ValueError(f"must be a finite number, got {value!r}")
-            return float(value)
+            try:
+                number = float(value)  # an int past 1e308 raises OverflowError
+            except OverflowError:
+                number = math.inf
+            if not math.isfinite(number):
+                raise ValueError(f"must be a finite number, got {number!r}")
+            return number
         raise TypeError(f"must be a number, got {value!r}")
     if option is LoggingLevel:
         return _logging_level(value)
@@ -163,7 +170,7 @@ def total_steps(config: TrainConfig | DistillationTrainConfig) -> int:
 
 def check_spec(
     spec: Mapping[str, Any], teacher_network: Mapping[str, Any] | None
-) -> tuple[list[dict], int]:
+) -> tuple[list[dict[str, Any]], int]:
     """Field-level errors of a spec (already shape-checked by ``schemas.RunCreate``): the
     config, the env and its overrides, the network against the env, and for a distillation
     run, the teacher's network against the env. Returns the errors (empty when valid) and
@@ -172,7 +179,7 @@ def check_spec(
     from nnx_ppo.algorithms.training import check_compatible
     from nnx_ppo.presets import make_networks
 
-    errors: list[dict] = []
+    errors: list[dict[str, Any]] = []
     steps = 0
     try:
         steps = total_steps(make_config(spec.get("kind", "ppo"), spec.get("config") or {}))

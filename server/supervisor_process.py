@@ -30,7 +30,7 @@ class SupervisorProcess:
     def stop(self) -> None:
         """Warm stop (its runs checkpoint and are requeued), then a kill after a timeout."""
         process = self.process
-        if process is None or not process.is_alive():
+        if process is None or process.pid is None or not process.is_alive():
             return
         os.kill(process.pid, signal.SIGTERM)
         process.join(STOP_TIMEOUT_S)

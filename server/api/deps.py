@@ -30,7 +30,8 @@ class Services:
 
 
 def get_services(connection: HTTPConnection) -> Services:
-    return connection.app.state.services
+    services: Services = connection.app.state.services
+    return services
 
 
 ServicesDep = Annotated[Services, Depends(get_services)]

@@ -25,7 +25,9 @@ from server.schemas import (
 )
 
 router = APIRouter(prefix="/runs", tags=["runs"])
-NOT_FOUND = {404: {"model": ErrorPublic, "description": "Unknown run"}}
+NOT_FOUND: dict[int | str, dict[str, Any]] = {
+    404: {"model": ErrorPublic, "description": "Unknown run"}
+}
 
 
 def run_public(run: RunRow) -> RunPublic:

@@ -6,6 +6,7 @@ from __future__ import annotations
 import asyncio
 import contextlib
 import time
+from typing import Any
 
 from fastapi import APIRouter, WebSocket, WebSocketDisconnect
 from starlette.concurrency import run_in_threadpool
@@ -21,7 +22,7 @@ SEND_TIMEOUT_S = 10.0
 MAX_CLIENT_MESSAGES_PER_S = 20
 
 
-def _terminal(event: dict) -> bool:
+def _terminal(event: dict[str, Any]) -> bool:
     return event["type"] == "status" and RunStatus(event["status"]) in TERMINAL
 
 
