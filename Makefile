@@ -28,7 +28,7 @@ test: setup
 	$(PY) -m ruff check .
 	$(PY) -m ruff format --check .
 	$(PY) -m mypy
-	cd frontend && npm test && NNX_PPO_PYTHON=$(abspath $(PY)) npm run check-api
+	cd frontend && npm test && npm run format-check && NNX_PPO_PYTHON=$(abspath $(PY)) npm run check-api
 	$(PY) -m pytest
 
 lint: setup

@@ -53,6 +53,29 @@ def tiny_ppo_spec(total_steps: int = 20_000, **config: Any) -> dict[str, Any]:
     }
 
 
+def cartpole_video_spec() -> dict[str, Any]:
+    """A short CartpoleBalance run (``impl="jax"``) that records two videos (steps 1600
+    and 3200) and two checkpoints; tests that share it share its compiled programs."""
+    return {
+        "kind": "ppo",
+        "name": "cartpole-e2e",
+        "env": {"name": "CartpoleBalance", "overrides": {"impl": "jax"}},
+        "network": {"kind": "mlp", "actor_hidden_sizes": [32], "critic_hidden_sizes": [32]},
+        "config": {
+            "ppo": {"n_envs": 32, "rollout_length": 10, "total_steps": 3200},
+            "eval": {"every_steps": 1600, "n_envs": 8, "max_episode_length": 100},
+            "video": {
+                "enabled": True,
+                "every_steps": 1600,
+                "episode_length": 40,
+                "render_kwargs": {"width": 160, "height": 120},
+            },
+            "checkpoint_every_steps": 1600,
+            "seed": 3,
+        },
+    }
+
+
 class Service:
     """``nnx-ppo serve`` as a subprocess (its own process group: kill() takes everything)."""
 

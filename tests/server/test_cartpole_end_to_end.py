@@ -11,28 +11,11 @@ from pathlib import Path
 import pytest
 
 from tests.algorithms.test_video import decode
-from tests.service_harness import Service
+from tests.service_harness import Service, cartpole_video_spec
 
 pytestmark = pytest.mark.slow
 
-CARTPOLE = {
-    "kind": "ppo",
-    "name": "cartpole-e2e",
-    "env": {"name": "CartpoleBalance", "overrides": {"impl": "jax"}},
-    "network": {"kind": "mlp", "actor_hidden_sizes": [32], "critic_hidden_sizes": [32]},
-    "config": {
-        "ppo": {"n_envs": 32, "rollout_length": 10, "total_steps": 3200},
-        "eval": {"every_steps": 1600, "n_envs": 8, "max_episode_length": 100},
-        "video": {
-            "enabled": True,
-            "every_steps": 1600,
-            "episode_length": 40,
-            "render_kwargs": {"width": 160, "height": 120},
-        },
-        "checkpoint_every_steps": 1600,
-        "seed": 3,
-    },
-}
+CARTPOLE = cartpole_video_spec()
 
 
 def test_cartpole_train_watch_download_load_distill(service: Service, tmp_path: Path) -> None:

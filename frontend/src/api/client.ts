@@ -1,0 +1,69 @@
+/**
+ * One typed function per API endpoint the dashboard calls. Paths, parameters and response
+ * types come from the server's OpenAPI document (`openapi.ts`), so an API change that the
+ * dashboard depends on fails the type check.
+ */
+
+import { requestJson, requestText, withQuery } from "./http";
+import { fillPath, type BodyOf, type QueryOf, type ResponseOf, type TextResponseOf } from "./openapi";
+import type { Run, RunSpec } from "./types";
+
+export type RunFilters = QueryOf<"/api/runs", "get">;
+export type MetricsQuery = QueryOf<"/api/runs/{run_id}/metrics", "get">;
+
+const runPath = (run_id: string) => fillPath("/api/runs/{run_id}", "get", { run_id });
+
+export const api = {
+  health: () => requestJson<ResponseOf<"/api/health", "get">>("GET", "/api/health"),
+  envs: () => requestJson<ResponseOf<"/api/envs", "get">>("GET", "/api/envs"),
+  listRuns: (filters: RunFilters = {}) =>
+    requestJson<ResponseOf<"/api/runs", "get">>("GET", withQuery("/api/runs", { ...filters })) as Promise<{
+      items: Run[];
+      total: number;
+    }>,
+  getRun: (run_id: string) =>
+    requestJson<ResponseOf<"/api/runs/{run_id}", "get">>("GET", runPath(run_id)) as Promise<Run>,
+  /** `spec` may be a JSON text, sent exactly as typed (the editable JSON view). */
+  submitRun: (spec: BodyOf<"/api/runs", "post"> | string) =>
+    requestJson<ResponseOf<"/api/runs", "post", 201>>("POST", "/api/runs", spec) as Promise<Run>,
+  updateRun: (run_id: string, patch: BodyOf<"/api/runs/{run_id}", "patch">) =>
+    requestJson<ResponseOf<"/api/runs/{run_id}", "patch">>(
+      "PATCH",
+      fillPath("/api/runs/{run_id}", "patch", { run_id }),
+      patch,
+    ),
+  cancelRun: (run_id: string) =>
+    requestJson<unknown>("POST", fillPath("/api/runs/{run_id}/cancel", "post", { run_id })),
+  metrics: (run_id: string, query: MetricsQuery = {}) =>
+    requestJson<ResponseOf<"/api/runs/{run_id}/metrics", "get">>(
+      "GET",
+      withQuery(fillPath("/api/runs/{run_id}/metrics", "get", { run_id }), { ...query }),
+    ),
+  metricsCsvUrl: (run_id: string) => fillPath("/api/runs/{run_id}/metrics.csv", "get", { run_id }),
+  videos: (run_id: string) =>
+    requestJson<ResponseOf<"/api/runs/{run_id}/videos", "get">>(
+      "GET",
+      fillPath("/api/runs/{run_id}/videos", "get", { run_id }),
+    ),
+  checkpoints: (run_id: string) =>
+    requestJson<ResponseOf<"/api/runs/{run_id}/checkpoints", "get">>(
+      "GET",
+      fillPath("/api/runs/{run_id}/checkpoints", "get", { run_id }),
+    ),
+  logs: (run_id: string, tail: number): Promise<TextResponseOf<"/api/runs/{run_id}/logs", "get">> =>
+    requestText("GET", withQuery(fillPath("/api/runs/{run_id}/logs", "get", { run_id }), { tail })),
+};
+
+/** A type-level check that the hand-narrowed `Run` and `RunSpec` still match the server's
+ * schemas (fails to compile when a field the dashboard relies on goes away). */
+type Assert<T extends true> = T;
+export type RunMatchesSchema = Assert<
+  ResponseOf<"/api/runs/{run_id}", "get"> extends Omit<Run, "spec"> ? true : false
+>;
+export type SpecMatchesSchema = Assert<RunSpec extends BodyOf<"/api/runs", "post"> ? true : false>;
+
+/** The websocket URL of a run's event stream, same origin. */
+export function streamUrl(id: string, afterSeq: number, location: Location = window.location): string {
+  const scheme = location.protocol === "https:" ? "wss:" : "ws:";
+  return `${scheme}//${location.host}/api/runs/${encodeURIComponent(id)}/stream?after_seq=${afterSeq}`;
+}

@@ -1,0 +1,67 @@
+/**
+ * The API's data shapes, as the dashboard uses them: the server's OpenAPI schemas
+ * (`schema.d.ts`), narrowed where the schema is looser than DESIGN.md (a run's `spec` is a
+ * free-form object there), plus the stream events, which OpenAPI does not describe.
+ *
+ * Numbers that may be non-finite arrive as the strings "NaN", "Infinity" or "-Infinity"
+ * (JSON has no literal for them); `decodeNumber` (numbers.ts) turns them into numbers.
+ */
+
+import type { Schemas } from "./openapi";
+
+export type WireNumber = number | string;
+
+export type RunStatus = Schemas["RunStatus"];
+export type RunKind = NonNullable<Schemas["RunCreate"]["kind"]>;
+export type CheckpointRef = Schemas["CheckpointRef"];
+export type EnvSpec = Schemas["EnvSpec"];
+/** A run spec as submitted (POST /api/runs). */
+export type RunSpec = Schemas["RunCreate"];
+export type Run = Omit<Schemas["RunPublic"], "spec"> & { spec: RunSpec };
+export type EnvInfo = Schemas["EnvPublic"];
+export type Video = Schemas["VideoPublic"];
+export type Checkpoint = Schemas["CheckpointPublic"];
+export type WireSeries = Schemas["SeriesPublic"];
+export type MetricsResponse = Schemas["MetricsPublic"];
+export type Health = Schemas["HealthPublic"];
+export type ValidationErrorItem = Schemas["ValidationError"];
+
+export const RUN_STATUSES: readonly RunStatus[] = [
+  "queued",
+  "running",
+  "succeeded",
+  "failed",
+  "cancelled",
+  "interrupted",
+];
+export const TERMINAL_STATUSES: readonly RunStatus[] = ["succeeded", "failed", "cancelled"];
+
+interface EventBase {
+  seq: number;
+  /** Epoch seconds. */
+  time: number;
+}
+export interface MetricsEvent extends EventBase {
+  type: "metrics";
+  step: number;
+  wall_time: number;
+  values: Record<string, WireNumber | null>;
+}
+export interface StatusEvent extends EventBase {
+  type: "status";
+  status: RunStatus;
+  error: string | null;
+}
+export interface VideoEvent extends EventBase {
+  type: "video";
+  video: Video;
+}
+export interface CheckpointEvent extends EventBase {
+  type: "checkpoint";
+  checkpoint: Checkpoint;
+}
+export interface LogEvent extends EventBase {
+  type: "log";
+  line: string;
+}
+export type RunEvent = MetricsEvent | StatusEvent | VideoEvent | CheckpointEvent | LogEvent;

@@ -1,0 +1,218 @@
+/**
+ * A uPlot line chart that follows live data: lines, an optional min/max band, and markers
+ * for non-finite values. Drag to zoom into an x range, double-click to zoom out; while
+ * zoomed, new data does not reset the view.
+ */
+
+import uPlot from "uplot";
+import "uplot/dist/uPlot.min.css";
+
+import { formatDuration } from "../dom";
+import { formatNumber } from "../api/numbers";
+import type { Marker, XAxis } from "./plotData";
+
+export interface ChartLine {
+  label: string;
+  color: string;
+  values: (number | null | undefined)[];
+  /** Drawn thin and translucent (the raw values behind a smoothed line). */
+  faint?: boolean;
+}
+
+export interface ChartInput {
+  x: number[];
+  lines: ChartLine[];
+  /** Band edges of lines[0] (downsampled buckets' min and max). */
+  band?: { min: (number | null)[]; max: (number | null)[] } | null;
+  markers: Marker[];
+  xAxis: XAxis;
+  logScale: boolean;
+}
+
+const HEIGHT = 220;
+const MARKER_COLOR = "#d62728";
+
+function shapeKey(input: ChartInput): string {
+  const lines = input.lines.map((l) => `${l.label}|${l.color}|${l.faint ? 1 : 0}`).join(",");
+  return `${lines};${input.band ? 1 : 0};${input.xAxis};${input.logScale ? 1 : 0}`;
+}
+
+/** Axis text and grid in the page's colours (light or dark scheme). */
+function axisColors(): Pick<uPlot.Axis, "stroke" | "grid" | "ticks"> {
+  const style = getComputedStyle(document.documentElement);
+  const text = style.getPropertyValue("--muted").trim() || "#5c6670";
+  const line = style.getPropertyValue("--line").trim() || "#d8dde3";
+  return { stroke: text, grid: { stroke: line, width: 1 }, ticks: { stroke: line, width: 1 } };
+}
+
+function formatX(xAxis: XAxis, value: number): string {
+  return xAxis === "wall" ? formatDuration(value) : formatNumber(value);
+}
+
+export class LineChart {
+  private plot: uPlot | null = null;
+  private shape = "";
+  private zoomed = false;
+  private markers: Marker[] = [];
+  private readonly resizeObserver: ResizeObserver;
+
+  constructor(
+    private readonly container: HTMLElement,
+    private readonly syncKey: string | null = null,
+  ) {
+    this.resizeObserver = new ResizeObserver(() => this.resize());
+    this.resizeObserver.observe(container);
+    container.addEventListener("dblclick", () => this.setZoomed(false));
+  }
+
+  /** Back to the whole x range (as a double-click does). */
+  resetZoom(): void {
+    if (!this.plot) return;
+    this.setZoomed(false);
+    this.plot.setData(this.plot.data, true);
+  }
+
+  private setZoomed(zoomed: boolean): void {
+    this.zoomed = zoomed;
+    this.container.dataset.zoomed = String(zoomed);
+  }
+
+  update(input: ChartInput): void {
+    this.markers = input.markers;
+    const data = this.alignedData(input);
+    const key = shapeKey(input);
+    if (!this.plot || key !== this.shape) {
+      this.plot?.destroy();
+      this.shape = key;
+      this.setZoomed(false);
+      this.plot = new uPlot(this.options(input), data, this.container);
+      return;
+    }
+    this.plot.setData(data, !this.zoomed);
+  }
+
+  destroy(): void {
+    this.resizeObserver.disconnect();
+    this.plot?.destroy();
+    this.plot = null;
+  }
+
+  private alignedData(input: ChartInput): uPlot.AlignedData {
+    const columns: (number | null | undefined)[][] = input.lines.map((l) => l.values);
+    if (input.band) columns.push(input.band.min, input.band.max);
+    return [input.x, ...columns];
+  }
+
+  private width(): number {
+    return Math.max(200, Math.floor(this.container.clientWidth || 300));
+  }
+
+  private resize(): void {
+    if (this.plot && Math.abs(this.plot.width - this.width()) > 1) {
+      this.plot.setSize({ width: this.width(), height: HEIGHT });
+    }
+  }
+
+  private options(input: ChartInput): uPlot.Options {
+    const series: uPlot.Series[] = [
+      {
+        label: input.xAxis === "wall" ? "time" : "step",
+        value: (_u, v) => (v === null ? "–" : formatX(input.xAxis, v)),
+      },
+      ...input.lines.map((line): uPlot.Series => ({
+        label: line.label,
+        stroke: line.color,
+        width: line.faint ? 1 : 1.75,
+        alpha: line.faint ? 0.35 : 1,
+        points: { show: false },
+        value: (_u, v) => formatNumber(v),
+      })),
+    ];
+    const bands: uPlot.Band[] = [];
+    if (input.band) {
+      const base = series.length;
+      const color = input.lines[0]?.color ?? "#888";
+      series.push(
+        {
+          label: "min",
+          stroke: color,
+          alpha: 0.2,
+          width: 0.5,
+          points: { show: false },
+          value: (_u, v) => formatNumber(v),
+        },
+        {
+          label: "max",
+          stroke: color,
+          alpha: 0.2,
+          width: 0.5,
+          points: { show: false },
+          value: (_u, v) => formatNumber(v),
+        },
+      );
+      bands.push({ series: [base + 1, base], fill: `${color}33` });
+    }
+    return {
+      width: this.width(),
+      height: HEIGHT,
+      series,
+      bands,
+      scales: {
+        x: { time: false },
+        y: input.logScale ? { distr: 3, log: 10 } : { auto: true },
+      },
+      axes: [
+        { ...axisColors(), values: (_u, splits) => splits.map((v) => formatX(input.xAxis, v)) },
+        { ...axisColors(), values: (_u, splits) => splits.map((v) => formatNumber(v)), size: 60 },
+      ],
+      cursor: {
+        drag: { x: true, y: false },
+        ...(this.syncKey ? { sync: { key: this.syncKey } } : {}),
+      },
+      legend: { live: true },
+      hooks: {
+        // Zoomed = the x scale shows less than the data's x range (after a drag, or after
+        // new data arrived while zoomed: setData then keeps the scale).
+        setScale: [
+          (u, scaleKey) => {
+            const xs = u.data[0];
+            if (scaleKey !== "x" || !xs.length) return;
+            const min = u.scales.x?.min;
+            const max = u.scales.x?.max;
+            if (min === undefined || max === undefined || min === null || max === null) return;
+            this.setZoomed(min > (xs[0] as number) || max < (xs[xs.length - 1] as number));
+          },
+        ],
+        draw: [(u) => this.drawMarkers(u)],
+      },
+    };
+  }
+
+  /** A dashed vertical line and a label at each non-finite value. */
+  private drawMarkers(u: uPlot): void {
+    if (!this.markers.length) return;
+    const { ctx } = u;
+    const { left, top, width, height } = u.bbox;
+    ctx.save();
+    ctx.strokeStyle = MARKER_COLOR;
+    ctx.fillStyle = MARKER_COLOR;
+    ctx.lineWidth = Math.max(1, devicePixelRatio);
+    ctx.setLineDash([4 * devicePixelRatio, 3 * devicePixelRatio]);
+    ctx.font = `${11 * devicePixelRatio}px sans-serif`;
+    let lastLabelX = -Infinity;
+    let row = 0;
+    for (const marker of this.markers) {
+      const x = u.valToPos(marker.x, "x", true);
+      if (x < left || x > left + width) continue;
+      ctx.beginPath();
+      ctx.moveTo(x, top);
+      ctx.lineTo(x, top + height);
+      ctx.stroke();
+      // Labels of close markers go on successive rows instead of overprinting.
+      row = x - lastLabelX < 32 * devicePixelRatio ? (row + 1) % 4 : 0;
+      lastLabelX = x;
+      ctx.fillText(marker.label, x + 3 * devicePixelRatio, top + (12 + 12 * row) * devicePixelRatio);
+    }
+    ctx.restore();
+  }
+}

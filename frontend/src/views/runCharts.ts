@@ -1,0 +1,190 @@
+/** The run page's charts: one per metric, grouped by prefix, updated live. */
+
+import { formatNumber } from "../api/numbers";
+import type { MetricsEvent } from "../api/types";
+import { groupKeys } from "../charts/groups";
+import { LineChart } from "../charts/lineChart";
+import { toPlotData, type PlotData, type ViewSettings } from "../charts/plotData";
+import { appendEvent, seriesFromWire, type Series } from "../charts/series";
+import { WallClock } from "../charts/wallClock";
+import { formatDuration, h } from "../dom";
+import type { WireSeries } from "../api/types";
+import { createChartControls } from "./chartControls";
+import { PALETTE } from "./common";
+
+interface ChartCard {
+  element: HTMLElement;
+  chart: LineChart;
+  notes: HTMLElement;
+}
+
+export class RunCharts {
+  readonly element: HTMLElement;
+  private readonly store = new Map<string, Series>();
+  private readonly clock = new WallClock();
+  private readonly cards = new Map<string, ChartCard>();
+  private readonly groupsBox = h("div", { class: "chart-groups" });
+  private readonly empty = h(
+    "p",
+    { class: "muted" },
+    "No metrics yet: they appear here as the run reports them.",
+  );
+  private readonly settings: ViewSettings = { xAxis: "step", smoothing: 0, logScale: false };
+  private filter = "";
+  private dirty = new Set<string>();
+  private frame: number | null = null;
+  private layoutStale = true;
+
+  constructor(private readonly runId: string) {
+    const filter = h("input", { id: "metric-filter", type: "search", placeholder: "filter metrics" });
+    filter.addEventListener("input", () => {
+      this.filter = filter.value.trim().toLowerCase();
+      this.layoutStale = true;
+      this.markAll();
+    });
+    const controls = createChartControls(
+      this.settings,
+      () => this.markAll(),
+      [h("div", { class: "field inline" }, h("label", { for: "metric-filter" }, "Metrics"), filter)],
+      true,
+      () => this.cards.forEach((card) => card.chart.resetZoom()),
+    );
+    this.element = h("div", { class: "run-charts" }, controls, this.empty, this.groupsBox);
+  }
+
+  /** The downsampled history (GET /metrics). */
+  setHistory(series: Record<string, WireSeries>): void {
+    for (const [key, wire] of Object.entries(series)) this.store.set(key, seriesFromWire(wire));
+    this.layoutStale = true;
+    this.markAll();
+  }
+
+  /** A live (or replayed) metrics event from the stream. */
+  addEvent(event: MetricsEvent): void {
+    this.clock.record(event.step, event.wall_time);
+    const before = this.store.size;
+    appendEvent(this.store, event).forEach((key) => this.dirty.add(key));
+    if (this.store.size !== before) this.layoutStale = true;
+    // Wall-time positions of the history become known as events arrive.
+    if (this.settings.xAxis === "wall") this.markAll();
+    else this.schedule();
+  }
+
+  destroy(): void {
+    if (this.frame !== null) cancelAnimationFrame(this.frame);
+    this.cards.forEach((card) => card.chart.destroy());
+    this.cards.clear();
+  }
+
+  private markAll(): void {
+    this.store.forEach((_, key) => this.dirty.add(key));
+    this.schedule();
+  }
+
+  private schedule(): void {
+    if (this.frame === null) this.frame = requestAnimationFrame(() => this.draw());
+  }
+
+  private visibleKeys(): string[] {
+    return [...this.store.keys()].filter((key) => !this.filter || key.toLowerCase().includes(this.filter));
+  }
+
+  private layout(): void {
+    const groups = groupKeys(this.visibleKeys());
+    this.empty.hidden = this.store.size > 0;
+    const open = new Map(
+      [...this.groupsBox.querySelectorAll("details")].map((d) => [d.dataset.group ?? "", d.open]),
+    );
+    this.groupsBox.replaceChildren(
+      ...groups.map(([group, keys]) =>
+        h(
+          "details",
+          { class: "chart-group", "data-group": group, props: { open: open.get(group) ?? true } },
+          h(
+            "summary",
+            null,
+            h("h2", null, group),
+            h("span", { class: "muted" }, ` ${keys.length} metric${keys.length === 1 ? "" : "s"}`),
+          ),
+          h(
+            "div",
+            { class: "chart-grid" },
+            keys.map((key) => this.card(key).element),
+          ),
+        ),
+      ),
+    );
+    this.layoutStale = false;
+  }
+
+  private card(key: string): ChartCard {
+    let card = this.cards.get(key);
+    if (!card) {
+      const box = h("div", { class: "chart-box" });
+      const notes = h("p", { class: "chart-notes" });
+      const element = h(
+        "figure",
+        { class: "chart-card", "data-metric": key },
+        h("figcaption", null, key),
+        box,
+        notes,
+      );
+      card = { element, chart: new LineChart(box, `run-${this.runId}`), notes };
+      this.cards.set(key, card);
+    }
+    return card;
+  }
+
+  private draw(): void {
+    this.frame = null;
+    if (this.layoutStale) this.layout();
+    const t0 = this.clock.start ?? 0;
+    for (const key of this.dirty) {
+      const series = this.store.get(key);
+      const card = this.cards.get(key);
+      if (!series || !card || !card.element.isConnected) continue;
+      const data = toPlotData(series, this.settings, this.clock, t0);
+      card.chart.update({
+        x: data.x,
+        lines: data.raw
+          ? [
+              { label: "smoothed", color: PALETTE[0] as string, values: data.line },
+              { label: "raw", color: PALETTE[0] as string, values: data.raw, faint: true },
+            ]
+          : [{ label: "value", color: PALETTE[0] as string, values: data.line }],
+        band: data.band,
+        markers: data.markers,
+        xAxis: this.settings.xAxis,
+        logScale: this.settings.logScale,
+      });
+      card.notes.replaceChildren(...this.notesFor(data));
+      card.element.dataset.points = String(series.step.length);
+    }
+    this.dirty.clear();
+  }
+
+  private notesFor(data: PlotData): HTMLElement[] {
+    const notes: HTMLElement[] = [];
+    if (data.markers.length) {
+      const where = data.markers
+        .slice(0, 3)
+        .map(
+          (m) =>
+            `${m.label} at ${this.settings.xAxis === "wall" ? formatDuration(m.x) : `step ${formatNumber(m.x)}`}`,
+        );
+      notes.push(
+        h(
+          "span",
+          { class: "nonfinite" },
+          `${data.markers.length} non-finite: ${where.join(", ")}${data.markers.length > 3 ? ", …" : ""}`,
+        ),
+      );
+    }
+    if (data.band) notes.push(h("span", null, "downsampled: the band shows each bucket's min and max"));
+    if (data.hiddenNonPositive)
+      notes.push(h("span", null, `${data.hiddenNonPositive} value(s) ≤ 0 not shown on the log scale`));
+    if (data.withoutTime)
+      notes.push(h("span", null, `${data.withoutTime} point(s) without a known wall time`));
+    return notes;
+  }
+}

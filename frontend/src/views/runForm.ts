@@ -1,0 +1,442 @@
+/**
+ * The new-run form: every field of the run spec, with defaults shown; an editable JSON
+ * view submitted as is; server validation errors shown next to the field they name.
+ *
+ * `?resume=<run>&step=<n>` prefills from that run with `resume_from`;
+ * `?teacher=<run>&step=<n>` prefills a distillation run with that teacher.
+ */
+
+import { api } from "../api/client";
+import { ApiError } from "../api/http";
+import {
+  TERMINAL_STATUSES,
+  type CheckpointRef,
+  type Run,
+  type RunKind,
+  type RunSpec,
+  type ValidationErrorItem,
+} from "../api/types";
+import { h } from "../dom";
+import { createCheckpointPicker } from "../form/checkpointPicker";
+import { createEnvField } from "../form/envField";
+import { createFieldControl, type FieldControl } from "../form/fieldControl";
+import { configSections, networkSection, type Section } from "../form/fields";
+import { sectionTarget, simpleField, type ErrorTarget } from "../form/formTargets";
+import { errorTarget, getPath, locToPath, sameJson, setPath } from "../form/specPaths";
+import { navigate } from "../nav";
+import type { RouteContext } from "../router";
+import { describeError, errorBox } from "./common";
+import { createSpecTabs } from "./specTabs";
+
+export function runFormView(main: HTMLElement, { query }: RouteContext): () => void {
+  let left = false;
+  const targets = new Map<string, ErrorTarget>();
+  let sectionControls: FieldControl[] = [];
+
+  // Run
+  const kindInputs = (["ppo", "distillation"] as const).map((kind) =>
+    h("input", {
+      type: "radio",
+      name: "kind",
+      value: kind,
+      id: `kind-${kind}`,
+      props: { checked: kind === "ppo" },
+    }),
+  );
+  const kindField = h(
+    "fieldset",
+    { class: "field-wrap kind", "data-path": "kind" },
+    h("legend", null, "Kind"),
+    kindInputs.map((input) =>
+      h(
+        "span",
+        { class: "radio" },
+        input,
+        h("label", { for: input.id }, input.value === "ppo" ? "PPO" : "Distillation"),
+      ),
+    ),
+  );
+  const name = simpleField(
+    "name",
+    "Name",
+    h("input", { type: "text", autocomplete: "off", maxlength: 200 }),
+    "Optional; the server picks one when empty.",
+  );
+  const tags = simpleField(
+    "tags",
+    "Tags",
+    h("input", { type: "text", autocomplete: "off" }),
+    "Comma-separated, e.g. baseline, sweep-3.",
+  );
+  const notes = simpleField("notes", "Notes", h("textarea", { rows: 2 }), "Free text.");
+  const env = createEnvField();
+  const overrides = simpleField(
+    "env.overrides",
+    "Env overrides",
+    h("textarea", { rows: 2, spellcheck: "false", placeholder: '{"impl": "jax"}' }),
+    "A JSON object of env config overrides (MuJoCo Playground envs).",
+  );
+  const networkKind = h(
+    "select",
+    { name: "network.kind" },
+    h("option", { value: "mlp" }, "mlp"),
+    h("option", { value: "lstm" }, "lstm"),
+  );
+  const networkKindField = simpleField(
+    "network.kind",
+    "Network kind",
+    networkKind,
+    "mlp: feed-forward; lstm: recurrent.",
+  );
+  const networkBox = h("div");
+  const configBox = h("div");
+  const networkError = h("p", { class: "field-error", hidden: true });
+  const networkSectionEl = h(
+    "fieldset",
+    { class: "section", "data-path": "network" },
+    h("legend", null, "Network"),
+    networkError,
+    networkBox,
+  );
+
+  const teacher = createCheckpointPicker({
+    path: "teacher",
+    legend: "Teacher",
+    help: "A finished run whose checkpoint the student learns from (the newest one when none is picked).",
+    allowNone: false,
+  });
+  const resume = createCheckpointPicker({
+    path: "resume_from",
+    legend: "Resume from",
+    help: "Optional: continue from a checkpoint of another run.",
+    allowNone: true,
+  });
+
+  for (const [path, target] of [
+    ["name", name.target],
+    ["tags", tags.target],
+    ["notes", notes.target],
+    ["env.name", env.target],
+    ["env", env.target],
+    ["env.overrides", overrides.target],
+    ["network.kind", networkKindField.target],
+    ["teacher", teacher],
+    ["resume_from", resume],
+  ] as const) {
+    targets.set(path, target);
+  }
+  targets.set(
+    "network",
+    sectionTarget(networkSectionEl, networkError, () => networkKind.focus()),
+  );
+
+  const generalErrors = h("div", { class: "general-errors", "aria-live": "polite" });
+  const submitButton = h("button", { type: "submit", class: "primary" }, "Start run");
+  const currentKind = (): RunKind => (kindInputs.find((i) => i.checked)?.value as RunKind) ?? "ppo";
+
+  /** Rebuilds the field controls of a group of sections, keeping values of same paths. */
+  const buildSections = (
+    box: HTMLElement,
+    sections: Section[],
+    previous: Map<string, unknown>,
+  ): FieldControl[] => {
+    const controls: FieldControl[] = [];
+    box.replaceChildren(
+      ...sections.map((section) => {
+        const sectionControls = section.fields.map((def) => createFieldControl(def, section.path));
+        sectionControls.forEach((control) => {
+          if (previous.has(control.path)) control.write(previous.get(control.path));
+        });
+        controls.push(...sectionControls);
+        if (section.path[0] === "network")
+          return h(
+            "div",
+            { class: "field-grid" },
+            networkKindField.element,
+            sectionControls.map((c) => c.element),
+          );
+        const error = h("p", { class: "field-error", hidden: true });
+        const fieldset = h(
+          "fieldset",
+          { class: "section", "data-path": section.path.join(".") },
+          h("legend", null, section.title),
+          error,
+          h(
+            "div",
+            { class: "field-grid" },
+            sectionControls.map((c) => c.element),
+          ),
+        );
+        targets.set(
+          section.path.join("."),
+          sectionTarget(fieldset, error, () => sectionControls[0]?.focus()),
+        );
+        return fieldset;
+      }),
+    );
+    return controls;
+  };
+
+  const snapshot = (): Map<string, unknown> => {
+    const values = new Map<string, unknown>();
+    sectionControls.forEach((control) => {
+      const result = control.read();
+      if (result.ok) values.set(control.path, result.value);
+    });
+    return values;
+  };
+
+  let networkControls: FieldControl[] = [];
+  let configControls: FieldControl[] = [];
+  const rebuild = (): void => {
+    const previous = snapshot();
+    sectionControls.forEach((control) => targets.delete(control.path));
+    for (const section of configSections("ppo").concat(configSections("distillation")))
+      targets.delete(section.path.join("."));
+    networkControls = buildSections(
+      networkBox,
+      [networkSection(networkKind.value as "mlp" | "lstm")],
+      previous,
+    );
+    configControls = buildSections(configBox, configSections(currentKind()), previous);
+    sectionControls = [...networkControls, ...configControls];
+    sectionControls.forEach((control) => targets.set(control.path, control));
+    teacher.element.hidden = currentKind() !== "distillation";
+  };
+  kindInputs.forEach((input) => input.addEventListener("change", rebuild));
+  networkKind.addEventListener("change", rebuild);
+
+  /** The spec the form describes: fields left at their defaults are left out. */
+  const buildSpec = (): { spec: RunSpec; problems: [ErrorTarget, string][] } => {
+    const problems: [ErrorTarget, string][] = [];
+    const kind = currentKind();
+    const spec: RunSpec & Record<string, unknown> = { kind, env: { name: env.value() } };
+    const nameValue = (name.element.querySelector("input") as HTMLInputElement).value.trim();
+    if (nameValue) spec.name = nameValue;
+    const tagList = (tags.element.querySelector("input") as HTMLInputElement).value
+      .split(",")
+      .map((t) => t.trim())
+      .filter(Boolean);
+    if (tagList.length) spec.tags = tagList;
+    const notesValue = (notes.element.querySelector("textarea") as HTMLTextAreaElement).value;
+    if (notesValue.trim()) spec.notes = notesValue;
+    const overridesText = (overrides.element.querySelector("textarea") as HTMLTextAreaElement).value.trim();
+    if (overridesText) {
+      try {
+        const parsed: unknown = JSON.parse(overridesText);
+        if (typeof parsed !== "object" || parsed === null || Array.isArray(parsed)) throw new Error();
+        spec.env.overrides = parsed as Record<string, unknown>;
+      } catch {
+        problems.push([overrides.target, 'must be a JSON object, e.g. {"impl": "jax"}']);
+      }
+    }
+    spec.network = { kind: networkKind.value === "lstm" ? "lstm" : "mlp" };
+    spec.config = {};
+    for (const control of sectionControls) {
+      const result = control.read();
+      if (!result.ok) {
+        problems.push([control, result.message]);
+        continue;
+      }
+      if (!sameJson(result.value, control.def.default))
+        setPath(spec as Record<string, unknown>, control.path.split("."), result.value);
+    }
+    if (kind === "distillation") {
+      const ref = teacher.read();
+      if (ref) spec.teacher = ref;
+      else problems.push([teacher, "pick the teacher run"]);
+    }
+    const resumeRef = resume.read();
+    if (resumeRef) spec.resume_from = resumeRef;
+    return { spec, problems };
+  };
+
+  /** Fills the form from a spec (a run's, or the JSON view's). */
+  const loadSpec = async (spec: Partial<RunSpec> & Record<string, unknown>): Promise<void> => {
+    kindInputs.forEach((input) => (input.checked = input.value === (spec.kind ?? "ppo")));
+    (name.element.querySelector("input") as HTMLInputElement).value = spec.name ?? "";
+    (tags.element.querySelector("input") as HTMLInputElement).value = (spec.tags ?? []).join(", ");
+    (notes.element.querySelector("textarea") as HTMLTextAreaElement).value = spec.notes ?? "";
+    if (spec.env?.name) env.select(spec.env.name);
+    const envOverrides = spec.env?.overrides;
+    (overrides.element.querySelector("textarea") as HTMLTextAreaElement).value =
+      envOverrides && Object.keys(envOverrides).length ? JSON.stringify(envOverrides) : "";
+    networkKind.value = (spec.network?.kind as string) === "lstm" ? "lstm" : "mlp";
+    sectionControls = [];
+    rebuild();
+    for (const control of sectionControls) {
+      const value = getPath(spec, control.path.split("."));
+      const optional = control.def.kind === "optionalFloat" || control.def.kind === "optionalNumberList";
+      control.write(value === undefined || (value === null && !optional) ? control.def.default : value);
+    }
+    await Promise.all([
+      teacher.write((spec.teacher as CheckpointRef | null | undefined) ?? null),
+      resume.write((spec.resume_from as CheckpointRef | null | undefined) ?? null),
+    ]);
+  };
+
+  const clearErrors = (): void => {
+    targets.forEach((target) => target.setError(null));
+    generalErrors.replaceChildren();
+  };
+
+  const showProblems = (items: { path: string; message: string }[]): void => {
+    const byTarget = new Map<string, string[]>();
+    for (const item of items) {
+      const key = errorTarget(item.path, [...targets.keys()]);
+      byTarget.set(key, [
+        ...(byTarget.get(key) ?? []),
+        key === "" || key === item.path ? item.message : `${item.path}: ${item.message}`,
+      ]);
+    }
+    const general = byTarget.get("") ?? [];
+    byTarget.delete("");
+    byTarget.forEach((messages, key) => targets.get(key)?.setError(messages.join("; ")));
+    const summary = h(
+      "div",
+      { class: "error-box", role: "alert" },
+      h("p", null, `The server refused the spec (${items.length} problem${items.length === 1 ? "" : "s"}):`),
+      h(
+        "ul",
+        null,
+        items.map((item) => h("li", null, h("code", null, item.path || "spec"), " ", item.message)),
+      ),
+    );
+    generalErrors.replaceChildren(summary, ...general.map((m) => errorBox(m)));
+    const first = [...byTarget.keys()][0];
+    if (first && specTabs.mode() === "form") targets.get(first)?.focus();
+  };
+
+  async function submit(body: RunSpec | string): Promise<void> {
+    clearErrors();
+    submitButton.disabled = true;
+    specTabs.setBusy(true);
+    try {
+      const run = await api.submitRun(body);
+      if (!left) navigate(`/runs/${encodeURIComponent(run.id)}`);
+    } catch (error) {
+      if (error instanceof ApiError && error.status === 422 && error.validationErrors.length) {
+        showProblems(
+          error.validationErrors.map((item: ValidationErrorItem) => ({
+            path: locToPath(item.loc),
+            message: item.msg,
+          })),
+        );
+      } else if (!(error instanceof ApiError && error.status === 401)) {
+        generalErrors.replaceChildren(errorBox(`Submit failed: ${describeError(error)}`));
+      }
+    } finally {
+      submitButton.disabled = false;
+      specTabs.setBusy(false);
+    }
+  }
+
+  const form = h(
+    "form",
+    {
+      class: "run-form",
+      novalidate: true,
+      on: {
+        submit: (event) => {
+          event.preventDefault();
+          clearErrors();
+          const { spec, problems } = buildSpec();
+          if (problems.length) {
+            problems.forEach(([target, message]) => target.setError(message));
+            generalErrors.replaceChildren(
+              errorBox(`Fix the ${problems.length} marked field${problems.length === 1 ? "" : "s"} first.`),
+            );
+            problems[0]?.[0].focus();
+            return;
+          }
+          void submit(spec);
+        },
+      },
+    },
+    h(
+      "fieldset",
+      { class: "section" },
+      h("legend", null, "Run"),
+      kindField,
+      h("div", { class: "field-grid" }, name.element, tags.element),
+      notes.element,
+    ),
+    h(
+      "fieldset",
+      { class: "section" },
+      h("legend", null, "Environment"),
+      h("div", { class: "field-grid" }, env.element, overrides.element),
+      env.info,
+    ),
+    teacher.element,
+    networkSectionEl,
+    configBox,
+    resume.element,
+    h("div", { class: "actions" }, submitButton),
+  );
+
+  const specTabs = createSpecTabs({
+    form,
+    toJson: () => JSON.stringify(buildSpec().spec, null, 2),
+    fromJson: (text) => loadSpec(JSON.parse(text) as RunSpec & Record<string, unknown>),
+    submitJson: (text) => void submit(text),
+    onParseError: () =>
+      generalErrors.replaceChildren(
+        errorBox("The JSON does not parse; fix it or keep editing it in the JSON view."),
+      ),
+  });
+
+  main.append(
+    h(
+      "section",
+      { "aria-labelledby": "form-title", class: "new-run" },
+      h("h1", { id: "form-title" }, "New run"),
+      specTabs.tabs,
+      generalErrors,
+      form,
+      specTabs.jsonView,
+    ),
+  );
+  rebuild();
+
+  // Envs, runs for the pickers, and any prefill.
+  const loadEnvs = (): Promise<void> =>
+    env.load().catch((error: unknown) => {
+      if (!left)
+        generalErrors.replaceChildren(errorBox(`Could not load the environments: ${describeError(error)}`));
+    });
+
+  const prefill = async (): Promise<void> => {
+    const resumeId = query.get("resume");
+    const teacherId = query.get("teacher");
+    const stepText = query.get("step");
+    const step = stepText === null || stepText === "" ? null : Number(stepText);
+    const [runsPage] = await Promise.all([
+      api.listRuns({ limit: 200 }).catch(() => ({ items: [] as Run[], total: 0 })),
+      loadEnvs(),
+    ]);
+    if (left) return;
+    teacher.setRuns(runsPage.items.filter((r) => TERMINAL_STATUSES.includes(r.status)));
+    resume.setRuns(runsPage.items);
+    if (resumeId) {
+      const run = await api.getRun(resumeId);
+      await loadSpec({ ...run.spec, name: `${run.name}-resumed`, resume_from: { run_id: run.id, step } });
+    } else if (teacherId) {
+      const run = await api.getRun(teacherId);
+      await loadSpec({
+        kind: "distillation",
+        name: `${run.name}-student`,
+        env: run.spec.env,
+        teacher: { run_id: run.id, step },
+      });
+    }
+  };
+  prefill().catch((error: unknown) => {
+    if (!left) generalErrors.replaceChildren(errorBox(`Could not prefill the form: ${describeError(error)}`));
+  });
+
+  return () => {
+    left = true;
+    env.stop();
+  };
+}

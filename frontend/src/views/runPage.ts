@@ -1,0 +1,314 @@
+/** A run's page: live charts from the history plus the event stream, status, config,
+ * videos, checkpoints, logs, cancel. */
+
+import { api, streamUrl } from "../api/client";
+import { ApiError } from "../api/http";
+import { formatNumber } from "../api/numbers";
+import { TERMINAL_STATUSES, type Run, type RunEvent } from "../api/types";
+import { h, replaceChildren, timeAgo } from "../dom";
+import type { RouteContext } from "../router";
+import { RunStream, type StreamState } from "../stream/runStream";
+import {
+  describeError,
+  envName,
+  errorBox,
+  latestEvalReward,
+  loading,
+  progressBar,
+  statusBadge,
+} from "./common";
+import { RunCharts } from "./runCharts";
+import { renderCheckpoints, renderConfig, renderLogs, renderVideos } from "./runPanels";
+
+const MAX_POINTS = 1000;
+const LOG_TAIL = 200;
+const TABS = ["charts", "videos", "checkpoints", "config", "logs"] as const;
+type Tab = (typeof TABS)[number];
+
+/** Calls `fn` at most once per `ms`, the last call winning. */
+function throttle(fn: () => void, ms: number): { call: () => void; cancel: () => void } {
+  let timer: ReturnType<typeof setTimeout> | undefined;
+  return {
+    call: () => {
+      if (timer === undefined) timer = setTimeout(() => ((timer = undefined), fn()), ms);
+    },
+    cancel: () => clearTimeout(timer),
+  };
+}
+
+export function runPageView(main: HTMLElement, { params, query }: RouteContext): () => void {
+  const runId = params.id as string;
+  let run: Run | null = null;
+  let left = false;
+  let stream: RunStream | null = null;
+  const charts = new RunCharts(runId);
+
+  const header = h("div", { class: "run-header" });
+  const errorSlot = h("div");
+  const liveState = h("span", { class: "live-state muted", "aria-live": "polite" });
+  const panels: Record<Tab, HTMLElement> = {
+    charts: charts.element,
+    videos: h("div", null, loading()),
+    checkpoints: h("div", null, loading()),
+    config: h("div", null, loading()),
+    logs: h("div", null, loading()),
+  };
+  const initial = (query.get("tab") ?? "charts") as Tab;
+  let current: Tab = TABS.includes(initial) ? initial : "charts";
+  const tabButtons = TABS.map((tab) =>
+    h(
+      "button",
+      {
+        type: "button",
+        role: "tab",
+        id: `tab-${tab}`,
+        "aria-controls": `panel-${tab}`,
+        "aria-selected": String(tab === current),
+        tabindex: tab === current ? 0 : -1,
+        on: { click: () => select(tab) },
+      },
+      tab[0]?.toUpperCase() + tab.slice(1),
+    ),
+  );
+  const panelBoxes = TABS.map((tab) =>
+    h(
+      "div",
+      {
+        role: "tabpanel",
+        id: `panel-${tab}`,
+        "aria-labelledby": `tab-${tab}`,
+        hidden: tab !== current,
+        tabindex: 0,
+      },
+      panels[tab],
+    ),
+  );
+  const tabList = h("div", { role: "tablist", class: "tabs", "aria-label": "Run sections" }, tabButtons);
+  tabList.addEventListener("keydown", (event) => {
+    const step = event.key === "ArrowRight" ? 1 : event.key === "ArrowLeft" ? -1 : 0;
+    if (!step) return;
+    const next = TABS[(TABS.indexOf(current) + step + TABS.length) % TABS.length] as Tab;
+    select(next);
+    tabButtons[TABS.indexOf(next)]?.focus();
+  });
+  function select(tab: Tab): void {
+    current = tab;
+    TABS.forEach((t, i) => {
+      tabButtons[i]?.setAttribute("aria-selected", String(t === tab));
+      if (tabButtons[i]) tabButtons[i].tabIndex = t === tab ? 0 : -1;
+      if (panelBoxes[i]) panelBoxes[i].hidden = t !== tab;
+    });
+    if (tab === "logs") refreshLogs.call();
+    const url = new URL(window.location.href);
+    url.searchParams.set("tab", tab);
+    history.replaceState(null, "", url.pathname + url.search);
+  }
+
+  main.append(h("section", { class: "run-page" }, header, errorSlot, tabList, ...panelBoxes));
+
+  const title = h("h1");
+  const badgeSlot = h("span");
+  const facts = h("dl", { class: "run-facts" });
+  const actions = h("div", { class: "actions" });
+  let actionsState = "";
+  header.replaceChildren(loading());
+
+  const cancelButton = (): HTMLButtonElement => {
+    const button = h("button", { type: "button", class: "danger" }, "Cancel run");
+    button.addEventListener("click", async () => {
+      button.disabled = true;
+      button.textContent = "Cancelling…";
+      try {
+        await api.cancelRun(runId);
+        await refreshRun();
+      } catch (error) {
+        errorSlot.replaceChildren(errorBox(`Cancel failed: ${describeError(error)}`));
+        button.disabled = false;
+        button.textContent = "Cancel run";
+      }
+    });
+    return button;
+  };
+
+  /** Updates the header in place; the action buttons are rebuilt only when they change,
+   * so keyboard focus survives live updates. */
+  const renderHeader = (): void => {
+    if (!run) return;
+    if (!title.isConnected) {
+      header.replaceChildren(h("div", { class: "page-head" }, title, badgeSlot, liveState), facts, actions);
+    }
+    title.textContent = run.name || run.id;
+    if (badgeSlot.textContent !== run.status) badgeSlot.replaceChildren(statusBadge(run.status));
+    replaceChildren(
+      facts,
+      fact("Kind", run.kind),
+      fact("Env", envName(run)),
+      fact("Progress", progressBar(run.steps, run.total_steps)),
+      fact("Eval reward", formatNumber(latestEvalReward(run))),
+      fact("Created", timeAgo(run.created_at)),
+      fact("Id", h("code", null, run.id)),
+    );
+    const active = !TERMINAL_STATUSES.includes(run.status);
+    const state = `${active}:${run.cancel_requested}`;
+    if (state !== actionsState) {
+      actionsState = state;
+      const cancel = active ? cancelButton() : null;
+      if (cancel && run.cancel_requested) {
+        cancel.disabled = true;
+        cancel.textContent = "Cancelling…";
+      }
+      replaceChildren(
+        actions,
+        cancel,
+        h("a", { class: "button secondary", href: `/compare?ids=${encodeURIComponent(run.id)}` }, "Compare…"),
+        h(
+          "a",
+          { class: "button secondary", href: api.metricsCsvUrl(run.id), download: `${run.id}-metrics.csv` },
+          "metrics.csv",
+        ),
+      );
+    }
+    const error = run.error;
+    if ((errorSlot.dataset.error ?? "") !== (error ?? "")) {
+      errorSlot.dataset.error = error ?? "";
+      errorSlot.replaceChildren(
+        ...(error
+          ? [
+              h(
+                "div",
+                { class: "error-box run-error", role: "alert" },
+                h("strong", null, "Error: "),
+                h("pre", null, error),
+              ),
+            ]
+          : []),
+      );
+    }
+  };
+
+  const refreshRun = async (): Promise<void> => {
+    const fresh = await api.getRun(runId);
+    if (left) return;
+    run = fresh;
+    renderHeader();
+    renderConfig(panels.config, fresh);
+  };
+  const refreshVideos = throttle(
+    () =>
+      void api
+        .videos(runId)
+        .then((page) => !left && renderVideos(panels.videos, page.items))
+        .catch(() => {}),
+    500,
+  );
+  const refreshCheckpoints = throttle(
+    () =>
+      void api
+        .checkpoints(runId)
+        .then((page) => run && !left && renderCheckpoints(panels.checkpoints, run, page.items))
+        .catch(() => {}),
+    500,
+  );
+  const refreshLogs = throttle(
+    () =>
+      void api
+        .logs(runId, LOG_TAIL)
+        .then(
+          (text) =>
+            !left &&
+            renderLogs(
+              panels.logs,
+              text.split("\n").filter((l, i, all) => l || i < all.length - 1),
+              LOG_TAIL,
+            ),
+        )
+        .catch(() => {}),
+    1000,
+  );
+  const refreshRunSoon = throttle(() => void refreshRun().catch(() => {}), 300);
+
+  const onEvent = (event: RunEvent): void => {
+    switch (event.type) {
+      case "metrics":
+        charts.addEvent(event);
+        if (run && event.step > run.steps) {
+          run.steps = event.step;
+          run.latest_metrics = { ...run.latest_metrics, ...event.values } as Run["latest_metrics"];
+          refreshRunSoon.call();
+        }
+        break;
+      case "status":
+        refreshLogs.call();
+        if (run) {
+          run.status = event.status;
+          run.error = event.error;
+          renderHeader();
+        }
+        refreshRunSoon.call();
+        break;
+      case "video":
+        refreshVideos.call();
+        break;
+      case "checkpoint":
+        refreshCheckpoints.call();
+        break;
+      case "log":
+        refreshLogs.call();
+        break;
+    }
+  };
+  const describeState = (state: StreamState, detail?: string): void => {
+    const text: Record<StreamState, string> = {
+      connecting: "connecting…",
+      open: "● live",
+      reconnecting: `reconnecting${detail ? ` (${detail})` : ""}…`,
+      ended: "finished",
+      failed: `stream unavailable${detail ? ` (${detail})` : ""}`,
+      stopped: "",
+    };
+    liveState.textContent = text[state];
+    liveState.dataset.state = state;
+  };
+
+  const load = async (): Promise<void> => {
+    try {
+      await refreshRun();
+    } catch (error) {
+      if (left || (error instanceof ApiError && error.status === 401)) return;
+      const message =
+        error instanceof ApiError && error.status === 404
+          ? `There is no run ${runId}.`
+          : `Could not load the run: ${describeError(error)}`;
+      header.replaceChildren(errorBox(message));
+      return;
+    }
+    const [metrics, videos, checkpoints] = await Promise.allSettled([
+      api.metrics(runId, { max_points: MAX_POINTS }),
+      api.videos(runId),
+      api.checkpoints(runId),
+    ]);
+    if (left || !run) return;
+    if (metrics.status === "fulfilled") charts.setHistory(metrics.value.series);
+    else errorSlot.append(errorBox(`Could not load the metrics: ${describeError(metrics.reason)}`));
+    if (videos.status === "fulfilled") renderVideos(panels.videos, videos.value.items);
+    if (checkpoints.status === "fulfilled")
+      renderCheckpoints(panels.checkpoints, run, checkpoints.value.items);
+    refreshLogs.call();
+    // Every event from the start: the replay gives the wall times of the history's steps;
+    // points the history already covers are skipped (series.appendPoint).
+    stream = new RunStream({ url: (after) => streamUrl(runId, after), onEvent, onState: describeState });
+    stream.start();
+  };
+  void load();
+
+  return () => {
+    left = true;
+    stream?.stop();
+    charts.destroy();
+    [refreshVideos, refreshCheckpoints, refreshLogs, refreshRunSoon].forEach((t) => t.cancel());
+  };
+}
+
+function fact(term: string, value: string | Node): HTMLElement {
+  return h("div", null, h("dt", null, term), h("dd", null, value));
+}
