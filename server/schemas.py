@@ -9,7 +9,7 @@ from __future__ import annotations
 
 from typing import Any, Literal
 
-from pydantic import BaseModel, ConfigDict, Field, model_validator
+from pydantic import BaseModel, ConfigDict, Field, ValidationInfo, field_validator, model_validator
 
 from server.run_status import RunStatus
 
@@ -40,15 +40,19 @@ class NetworkSpec(BaseModel):
     entropy_weight: float | None = Field(default=None, ge=0, allow_inf_nan=False)
     min_std: float | None = Field(default=None, gt=0, allow_inf_nan=False)
 
-    @model_validator(mode="after")
-    def _lstm_only_fields(self) -> NetworkSpec:
-        if self.kind != "lstm" and self.lstm_size is not None:
+    @field_validator("actor_hidden_sizes", "critic_hidden_sizes")
+    @classmethod
+    def _layer_sizes(cls, sizes: list[int] | None) -> list[int] | None:
+        if sizes is not None and any(not 1 <= s <= 65536 for s in sizes):
+            raise ValueError("layer sizes must be between 1 and 65536")
+        return sizes
+
+    @field_validator("lstm_size")
+    @classmethod
+    def _lstm_only(cls, size: int | None, info: ValidationInfo) -> int | None:
+        if size is not None and info.data.get("kind") != "lstm":
             raise ValueError("lstm_size applies only to kind 'lstm'")
-        for name in ("actor_hidden_sizes", "critic_hidden_sizes"):
-            sizes = getattr(self, name)
-            if sizes is not None and any(not 1 <= s <= 65536 for s in sizes):
-                raise ValueError(f"{name} must hold sizes between 1 and 65536")
-        return self
+        return size
 
     def factory_fields(self) -> dict[str, Any]:
         """``{"kind", **set fields}`` as ``presets.make_networks`` takes it."""
@@ -122,6 +126,7 @@ class RunPublic(BaseModel):
         "'-Infinity'."
     )
     error: str | None
+    last_seq: int = Field(description="The seq of its newest stream event.")
     cancel_requested: bool
     attempts: int = Field(description="How many times a worker started it.")
     pid: int | None = Field(description="Its run process while it runs.")

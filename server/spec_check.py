@@ -201,8 +201,25 @@ def check_spec(
             network = make_networks(dict(network_spec), env.observation_size, env.action_size, 0)
             check_compatible(env, network)
         except (TypeError, ValueError) as error:
-            errors.append(SpecError((where,), str(error)).as_detail())
+            errors.append(SpecError(_network_loc(where, str(error)), str(error)).as_detail())
     return errors, steps
+
+
+_NETWORK_FIELDS = (
+    "activation",
+    "actor_hidden_sizes",
+    "critic_hidden_sizes",
+    "lstm_size",
+    "normalize_obs",
+    "entropy_weight",
+    "min_std",
+)
+
+
+def _network_loc(where: str, message: str) -> Loc:
+    """The network field an error message names, if it names one."""
+    named = [name for name in _NETWORK_FIELDS if name in message]
+    return (where, named[0]) if len(named) == 1 else (where,)
 
 
 def describe_envs(include_playground: bool = True) -> Iterator[dict[str, Any]]:
@@ -210,11 +227,18 @@ def describe_envs(include_playground: bool = True) -> Iterator[dict[str, Any]]:
     fails to load (e.g. a missing asset) is left out."""
     from nnx_ppo import envs
 
-    names = envs.available_envs() if include_playground else list(envs.BUILTIN_ENVS)
+    yield from _describe(list(envs.BUILTIN_ENVS))  # first: importing Playground is slow
+    if include_playground:
+        yield from _describe([n for n in envs.available_envs() if n not in envs.BUILTIN_ENVS])
+
+
+def _describe(names: list[str]) -> Iterator[dict[str, Any]]:
+    from nnx_ppo import envs
+
     for name in names:
         try:
             entry = envs.describe(name)
-        except Exception:
+        except Exception:  # e.g. assets that cannot be fetched offline: not listed
             continue
         size = entry["observation_size"]
         if isinstance(size, Mapping):
@@ -222,9 +246,3 @@ def describe_envs(include_playground: bool = True) -> Iterator[dict[str, Any]]:
         else:
             entry["observation_size"] = int(size)
         yield entry
-
-
-def runtime_info() -> dict[str, Any]:
-    import jax
-
-    return {"jax_backend": jax.default_backend(), "devices": [str(d) for d in jax.devices()]}

@@ -410,6 +410,11 @@ export interface components {
             /** Kind */
             kind: string;
             /**
+             * Last Seq
+             * @description The seq of its newest stream event.
+             */
+            last_seq: number;
+            /**
              * Latest Metrics
              * @description Newest value of each metric; non-finite values as 'NaN', 'Infinity', '-Infinity'.
              */
