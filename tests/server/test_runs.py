@@ -26,7 +26,12 @@ def _locs(response) -> list[list]:  # type: ignore[no-untyped-def]
         (lambda s: s["env"].update(name="NoSuchEnv"), ["body", "env", "name"]),
         (lambda s: s["env"].update(overrides={"no_such_key": 1}), ["body", "env", "overrides"]),
         (lambda s: s["network"].update(kind="transformer"), ["body", "network", "kind"]),
-        (lambda s: s["network"].update(activation="nope"), ["body", "network"]),
+        (lambda s: s["network"].update(activation="nope"), ["body", "network", "activation"]),
+        (
+            lambda s: s["network"].update(actor_hidden_sizes=[0]),
+            ["body", "network", "actor_hidden_sizes"],
+        ),
+        (lambda s: s["network"].update(lstm_size=8), ["body", "network", "lstm_size"]),
         (lambda s: s["config"]["ppo"].update(n_envs=10), ["body", "config", "ppo", "n_envs"]),
         (
             lambda s: s["config"]["ppo"].update(clip_range=3),
