@@ -8,12 +8,15 @@ import logging
 from collections.abc import AsyncIterator
 from contextlib import asynccontextmanager
 from pathlib import Path
+from typing import Any
 
 from fastapi import APIRouter, FastAPI, Request
+from fastapi.encoders import jsonable_encoder
+from fastapi.exceptions import RequestValidationError
 from fastapi.responses import FileResponse, HTMLResponse, JSONResponse, RedirectResponse, Response
 from starlette.exceptions import HTTPException as StarletteHTTPException
 
-from server import __version__
+from server import __version__, values
 from server.api import artifacts, envs, health, metrics, runs, stream
 from server.api.deps import Services
 from server.checker import EnvCatalogue, SpecChecker
@@ -88,10 +91,27 @@ def _add_error_handlers(app: FastAPI) -> None:
     async def too_large(_request: Request, _error: BodyTooLarge) -> JSONResponse:
         return JSONResponse({"detail": "request body too large"}, status_code=413)
 
+    @app.exception_handler(RequestValidationError)
+    async def invalid(_request: Request, error: RequestValidationError) -> JSONResponse:
+        # FastAPI's own handler echoes the input, which JSON cannot carry when it holds a
+        # NaN or an infinity (Python's json reads them): that was a 500.
+        return JSONResponse({"detail": _json_safe(jsonable_encoder(error.errors()))}, 422)
+
     @app.exception_handler(Exception)
     async def unexpected(request: Request, error: Exception) -> JSONResponse:
         log.exception("unhandled error on %s %s", request.method, request.url.path)
         return JSONResponse({"detail": f"internal error: {type(error).__name__}"}, 500)
+
+
+def _json_safe(value: Any) -> Any:
+    """``value`` with non-finite floats as the strings of ``server.values``."""
+    if isinstance(value, float):
+        return values.encode(value)
+    if isinstance(value, list | tuple):
+        return [_json_safe(v) for v in value]
+    if isinstance(value, dict):
+        return {k: _json_safe(v) for k, v in value.items()}
+    return value
 
 
 _NOT_BUILT = """<!doctype html><title>nnx-ppo</title>
@@ -107,7 +127,10 @@ def _add_dashboard(app: FastAPI, settings: Settings) -> None:
         root = FRONTEND_DIST.resolve()
         index = root / "index.html"
         if path:
-            candidate = (root / path).resolve()
+            try:
+                candidate = (root / path).resolve()
+            except (ValueError, OSError):  # e.g. a NUL byte (%00) in the path
+                candidate = root
             if candidate.is_relative_to(root) and candidate.is_file():
                 return FileResponse(candidate)
         if index.is_file():

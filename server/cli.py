@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import argparse
 import os
+import signal
 import sys
 from typing import Any
 
@@ -74,6 +75,9 @@ def serve(args: argparse.Namespace) -> int:
         flush=True,
     )
     print(f"Dashboard: http://{shown}:{settings.port}/?token={settings.token}", flush=True)
+    # uvicorn stops gracefully on SIGTERM, then raises the signal again with the handler it
+    # found: the default one would end the process with -SIGTERM after a clean stop.
+    signal.signal(signal.SIGTERM, _exit_cleanly)
     uvicorn.run(
         app,
         host=settings.host,
@@ -83,6 +87,10 @@ def serve(args: argparse.Namespace) -> int:
         log_level="warning",
     )
     return 0
+
+
+def _exit_cleanly(_signum: int, _frame: Any) -> None:
+    raise SystemExit(0)
 
 
 def worker(args: argparse.Namespace) -> int:

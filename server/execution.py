@@ -10,6 +10,7 @@ from __future__ import annotations
 
 import math
 import time
+from collections.abc import Callable
 from pathlib import Path
 from typing import Any
 
@@ -55,6 +56,14 @@ class RunExecution:
         self.run_dir = settings.run_dir(run_id)
         self.checkpoints = artifacts.checkpoints_dir(self.run_dir)
         self.divergence: str | None = None
+        self.diverged_metric = False
+        """Whether ``divergence`` names a metric (a checkpoint of the same jitted call can
+        see the non-finite parameters before ``log_fn`` sees that call's metrics)."""
+        self.logged_step = 0
+        """The newest step whose metrics went to the reporter."""
+        self.pending_checkpoint: tuple[Any, int] | None = None
+        """A checkpoint that waits for its step's metrics (see ``_defer_checkpoint``)."""
+        self._save_now: Callable[[Any, int], None] = lambda _state, _step: None
         self.stop_reason: str | None = None
 
     # -- the run ------------------------------------------------------------------------
@@ -150,15 +159,21 @@ class RunExecution:
 
     def _log_fn(self, metrics: dict[str, Any], step: int) -> None:
         values = {key: float(value) for key, value in metrics.items()}
-        if self.divergence is None:
+        if not self.diverged_metric:
             bad = sorted(key for key, value in values.items() if not math.isfinite(value))
             if bad:
+                self.diverged_metric = True
                 self.divergence = (
                     f"diverged: {bad[0]} is {values[bad[0]]} at step {step}"
                     f"{' (and ' + ', '.join(bad[1:]) + ')' if len(bad) > 1 else ''}; "
                     "the last good checkpoint is kept"
                 )
         self.reporter.metrics(step, values)
+        self.logged_step = step
+        if self.pending_checkpoint is not None and self.pending_checkpoint[1] <= step:
+            state, checkpoint_step = self.pending_checkpoint
+            self.pending_checkpoint = None
+            self._save(state, checkpoint_step)
 
     def _should_stop(self) -> bool:
         if self.divergence is not None:
@@ -170,31 +185,43 @@ class RunExecution:
         return self.stop_reason is not None
 
     def _checkpoint_fn(self, config: TrainConfig | DistillationTrainConfig) -> Any:
+        save: Callable[[Any, int], None]
         if isinstance(config, DistillationTrainConfig):
             save = make_distillation_checkpoint_fn(str(self.checkpoints))
         else:
             save = checkpointing.make_checkpoint_fn(str(self.checkpoints), config)
+        self._save_now = save
+        return self._defer_checkpoint
 
-        def checkpoint_fn(state: Any, step: int) -> None:
-            if self.divergence is not None or not _finite(state):
-                self.divergence = self.divergence or (
-                    f"diverged: the parameters are non-finite at step {step}; "
-                    "the last good checkpoint is kept"
-                )
-                return
-            save(state, step)
-            found = artifacts.find_checkpoint(self.run_dir, step)
-            if found is not None:
-                self.reporter.checkpoint(
-                    {
-                        "step": found.step,
-                        "size_bytes": found.size_bytes,
-                        "created_at": found.created_at,
-                        "url": f"/api/runs/{self.run_id}/checkpoints/{found.step}",
-                    }
-                )
+    def _defer_checkpoint(self, state: Any, step: int) -> None:
+        """The host loop writes a jitted call's checkpoint before it logs that call's
+        metrics: written at once, a kill in between would leave a checkpoint ahead of the
+        stored metrics, and a run resumed from it a hole in its history. So a checkpoint
+        waits until the metrics of its step are stored."""
+        if step <= self.logged_step:
+            self._save(state, step)
+        else:
+            self.pending_checkpoint = (state, step)
 
-        return checkpoint_fn
+    def _save(self, state: Any, step: int) -> None:
+        if self.divergence is not None or not _finite(state):
+            self.divergence = self.divergence or (
+                f"diverged: the parameters are non-finite at step {step}; "
+                "the last good checkpoint is kept"
+            )
+            return
+        self.reporter.flush()  # the metrics up to this step are durable before it is
+        self._save_now(state, step)
+        found = artifacts.find_checkpoint(self.run_dir, step)
+        if found is not None:
+            self.reporter.checkpoint(
+                {
+                    "step": found.step,
+                    "size_bytes": found.size_bytes,
+                    "created_at": found.created_at,
+                    "url": f"/api/runs/{self.run_id}/checkpoints/{found.step}",
+                }
+            )
 
     def _video_fn(self, video: VideoData) -> None:
         directory = artifacts.videos_dir(self.run_dir)

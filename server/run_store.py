@@ -473,7 +473,18 @@ def _worker_dead(worker: WorkerRow, now: float, timeout: float, host: str) -> bo
             return True
         except PermissionError:
             return False
+        return _zombie(worker.pid)
     return False
+
+
+def _zombie(pid: int) -> bool:
+    """Whether ``pid`` has exited and waits to be reaped (a killed worker whose parent died
+    too stays a zombie where PID 1 does not reap, as in many containers). Linux only."""
+    try:
+        with open(f"/proc/{pid}/stat") as f:
+            return f.read().rsplit(") ", 1)[1].startswith("Z")
+    except (OSError, IndexError):
+        return False
 
 
 def event_public(row: EventRow) -> dict[str, Any]:

@@ -1,0 +1,165 @@
+"""The service dies and comes back, on one data directory: ``kill -9`` of the supervisor
+alone, then of the whole service (API, supervisor and run processes), then a ``SIGTERM``.
+After each restart the running run was requeued (``interrupted``, then ``queued``) and
+resumes from its newest complete checkpoint; no metric step is stored twice; the queued run
+is still queued; no run is claimed twice. A warm stop checkpoints, requeues and exits 0.
+
+The tests share one data directory and follow each other (one story in three acts)."""
+
+from __future__ import annotations
+
+import os
+import signal
+from collections.abc import Iterator
+from pathlib import Path
+from typing import Any
+
+import pytest
+
+from tests.reliability.helpers import (
+    ReliableService,
+    checkpoint_steps,
+    database_problems,
+    incomplete_checkpoints,
+    process_gone,
+    wait_until,
+)
+from tests.service_harness import tiny_ppo_spec
+
+pytestmark = pytest.mark.category("faults")
+
+ITERATION = 160  # 16 envs x 10 steps
+
+
+class Story:
+    def __init__(self, data_dir: Path):
+        self.data_dir = data_dir
+        self.svc: ReliableService | None = None
+        self.running: dict[str, Any] = {}
+        self.queued: dict[str, Any] = {}
+        self.restarts = 0
+
+    def start(self) -> ReliableService:
+        if self.svc is not None:
+            self.svc.close()
+        self.svc = ReliableService(self.data_dir).start()
+        return self.svc
+
+
+@pytest.fixture(scope="module")
+def story(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Story]:
+    s = Story(tmp_path_factory.mktemp("restart") / "data")
+    svc = s.start()
+    spec = tiny_ppo_spec(50_000_000, checkpoint_every_steps=800)
+    s.running = svc.submit({**spec, "name": "long"})
+    s.queued = svc.submit({**spec, "name": "waiting"})  # one slot: it waits
+    yield s
+    if s.svc is not None:
+        s.svc.close()
+
+
+def _midway(svc: ReliableService, run_id: str, newer_than: int) -> tuple[int, set]:
+    """Waits until the run has a checkpoint after step ``newer_than`` and trained past it;
+    returns that checkpoint's step and the metrics stored so far."""
+    checkpoints = svc.checkpoints_dir(run_id)
+
+    def newest() -> int:
+        steps = checkpoint_steps(checkpoints)
+        return steps[-1] if steps and steps[-1] > newer_than else 0
+
+    step = wait_until("a new checkpoint", newest)
+    svc.wait_for(run_id, ["running"], 60, lambda r: r["steps"] > step)
+    return step, {(s, k) for s, k, _ in svc.metric_rows(run_id)}
+
+
+def _check_resumed(svc: ReliableService, story: Story, before: set, attempts: int) -> int:
+    """The run was interrupted, requeued and claimed once more; it continues from its newest
+    complete checkpoint, without storing a step twice or losing one stored before."""
+    run_id = story.running["id"]
+    checkpoints = svc.checkpoints_dir(run_id)
+    assert incomplete_checkpoints(checkpoints) == []
+    newest = checkpoint_steps(checkpoints)[-1]
+    seen_steps = {step for step, _ in before}
+    svc.wait_for(run_id, ["running"], 120, lambda r: r["steps"] > max(seen_steps) + ITERATION)
+    statuses = svc.statuses(run_id)
+    assert statuses[-3:] == ["interrupted", "queued", "running"], statuses
+    assert statuses.count("running") == attempts == svc.run(run_id)["attempts"]
+    # The first step stored after the restart follows the newest checkpoint (older steps
+    # that the resumed run repeats are not stored again).
+    events = svc.stored_events(run_id)
+    restart_seq = max(e["seq"] for e in events if e["type"] == "status")
+    resumed = [e for e in events if e["type"] == "log" and e["seq"] > restart_seq - 3]
+    assert any(f"step_{newest:010d}" in e["line"] for e in resumed) or any(
+        f"(step {newest})" in e["line"] for e in resumed
+    ), [e["line"] for e in resumed]
+    after = svc.metric_rows(run_id)
+    assert before <= {(step, key) for step, key, _ in after}
+    assert len({(step, key) for step, key, _ in after}) == len(after)
+    steps = sorted({step for step, _, _ in after})
+    assert steps == list(range(ITERATION, steps[-1] + 1, ITERATION))  # no gap, no repeat
+    assert svc.statuses(story.queued["id"]) == ["queued"]
+    assert svc.run(story.queued["id"])["attempts"] == 0
+    assert database_problems(svc.db_path) == []
+    return newest
+
+
+def test_kill_9_of_the_supervisor_then_restart(story: Story) -> None:
+    svc = story.svc
+    assert svc is not None
+    run_id = story.running["id"]
+    run_pid = svc.running_pid(run_id)
+    _, before = _midway(svc, run_id, 0)
+    os.kill(svc.supervisor_pid(), signal.SIGKILL)
+    assert process_gone(run_pid), "the run process outlived its supervisor"
+    assert svc.terminate(60) == 0  # the API alone stops cleanly
+    svc = story.start()
+    _check_resumed(svc, story, before, attempts=2)
+
+
+def test_kill_9_of_the_whole_service_then_restart(story: Story) -> None:
+    svc = story.svc
+    assert svc is not None
+    run_id = story.running["id"]
+    checkpoints = svc.checkpoints_dir(run_id)
+    newest = checkpoint_steps(checkpoints)[-1]
+
+    def just_written() -> bool:
+        steps = checkpoint_steps(checkpoints)
+        return bool(steps) and steps[-1] > newest
+
+    # Right after a checkpoint lands: where a checkpoint written ahead of its metrics
+    # would leave a hole in the history of the resumed run.
+    wait_until("a new checkpoint", just_written, every=0.001)
+    svc.kill()
+    before = {(step, key) for step, key, _ in _stored_metrics(svc.db_path, run_id)}
+    svc = story.start()
+    _check_resumed(svc, story, before, attempts=3)
+
+
+def test_sigterm_checkpoints_requeues_and_exits_0(story: Story) -> None:
+    svc = story.svc
+    assert svc is not None
+    run_id = story.running["id"]
+    svc.wait_for(run_id, ["running"], 60, lambda r: r["steps"] > 0)
+    assert svc.terminate(150) == 0
+    story.svc = None
+    svc.client.close()
+    run = ReliableService(story.data_dir)  # reads the files only
+    statuses = run.statuses(run_id)
+    assert statuses[-2:] == ["interrupted", "queued"], statuses
+    metrics = {step for step, _, _ in _stored_metrics(run.db_path, run_id)}
+    # A final checkpoint at the step it stopped at.
+    assert checkpoint_steps(run.checkpoints_dir(run_id))[-1] == max(metrics)
+    assert incomplete_checkpoints(run.checkpoints_dir(run_id)) == []
+    assert run.statuses(story.queued["id"]) == ["queued"]
+    assert database_problems(run.db_path) == []
+    run.client.close()
+
+
+def _stored_metrics(db_path: Path, run_id: str) -> list[tuple[int, str, Any]]:
+    import sqlite3
+
+    with sqlite3.connect(f"file:{db_path}?mode=ro", uri=True) as db:
+        return db.execute(
+            "SELECT step, key, value FROM metrics WHERE run_id = ?", (run_id,)
+        ).fetchall()
