@@ -1,7 +1,8 @@
 """The database: engine (SQLite in WAL mode with a busy timeout), sessions, migrations.
 
-SQLite writers take the write lock at the start of a transaction (``BEGIN IMMEDIATE``), so
-two writers never deadlock upgrading read locks; readers never block in WAL mode.
+SQLite writers (``transaction``) take the write lock at the start of a transaction
+(``BEGIN IMMEDIATE``), so two writers never deadlock upgrading read locks; readers use a
+plain ``BEGIN`` and never block or wait in WAL mode.
 """
 
 from __future__ import annotations
@@ -45,7 +46,8 @@ def make_engine(url: str, *, durable: bool = True) -> Engine:
 
     @event.listens_for(engine, "begin")
     def _on_begin(connection):  # type: ignore[no-untyped-def]
-        connection.exec_driver_sql("BEGIN IMMEDIATE")
+        immediate = connection.get_execution_options().get("immediate", False)
+        connection.exec_driver_sql("BEGIN IMMEDIATE" if immediate else "BEGIN")
 
     return engine
 
@@ -56,8 +58,14 @@ def make_sessionmaker(engine: Engine) -> sessionmaker[Session]:
 
 @contextmanager
 def transaction(factory: sessionmaker[Session]) -> Iterator[Session]:
-    """A session whose work is committed at the end of the block (rolled back on error)."""
+    """A session whose work is committed at the end of the block (rolled back on error).
+
+    It is a write transaction: it takes SQLite's write lock when it begins (``BEGIN
+    IMMEDIATE``). Plain sessions are read transactions (``BEGIN``), which never wait for
+    writers nor block them in WAL mode.
+    """
     with factory() as session, session.begin():
+        session.connection(execution_options={"immediate": True})
         yield session
 
 

@@ -33,9 +33,15 @@ _ROLLUP = text(
     "WHERE run_id = :run AND key = :key AND size = :size AND first_step > :after "
     "ORDER BY chunk"
 )
+# Each an index seek: MIN and MAX in one statement would scan every point.
+_FIRST_AFTER = text(
+    "SELECT MIN(step) FROM metrics WHERE run_id = :run AND key = :key AND step > :after"
+)
+_LAST = text("SELECT MAX(step) FROM metrics WHERE run_id = :run AND key = :key")
+_FIRST = text("SELECT MIN(step) FROM metrics WHERE run_id = :run AND key = :key")
+_STORED = text("SELECT count FROM metric_keys WHERE run_id = :run AND key = :key")
 _COUNT_AFTER = text(
-    "SELECT COUNT(*), MIN(step), MAX(step) FROM metrics "
-    "WHERE run_id = :run AND key = :key AND step > :after"
+    "SELECT COUNT(*) FROM metrics WHERE run_id = :run AND key = :key AND step > :after"
 )
 
 
@@ -62,10 +68,15 @@ def read_series(
 ) -> Series:
     """One key's points with step > ``after_step``, at most ``max_points`` of them."""
     params = {"run": run_id, "key": key, "after": after_step}
-    row = conn.execute(_COUNT_AFTER, params).one()
-    if not row[0]:
+    lo = conn.execute(_FIRST_AFTER, params).scalar()
+    if lo is None:
         return Series()
-    count, lo, hi = (int(v) for v in row)
+    hi = int(conn.execute(_LAST, params).scalar_one())
+    if conn.execute(_FIRST, params).scalar() == lo:  # every point: the stored count
+        count = int(conn.execute(_STORED, params).scalar_one())
+    else:
+        count = int(conn.execute(_COUNT_AFTER, params).scalar_one())
+    lo = int(lo)
     before = hi + 1
     rows: list[tuple[Any, ...]] = []
     size = _rollup_size(count, max_points)

@@ -11,6 +11,8 @@ from __future__ import annotations
 
 import asyncio
 import contextlib
+import itertools
+import json
 import logging
 from collections import deque
 from dataclasses import dataclass, field
@@ -27,13 +29,20 @@ log = logging.getLogger("nnx_ppo.server")
 POLL_S = 0.05
 BUFFER = 2000
 
+Encoded = tuple[dict[str, Any], str]
+"""An event and its JSON text, serialized once for every follower."""
+
+
+def encode_events(events: list[dict[str, Any]]) -> list[Encoded]:
+    return [(event, json.dumps(event, separators=(",", ":"))) for event in events]
+
 
 @dataclass
 class _Followed:
     followers: int = 0
     seq: int | None = None
     """The newest event read into ``events``; None until the first poll."""
-    events: deque[dict[str, Any]] = field(default_factory=lambda: deque(maxlen=BUFFER))
+    events: deque[Encoded] = field(default_factory=lambda: deque(maxlen=BUFFER))
     changed: asyncio.Event = field(default_factory=asyncio.Event)
 
 
@@ -62,18 +71,19 @@ class StreamHub:
             if followed.followers <= 0:
                 del self._runs[run_id]
 
-    def buffered_after(self, run_id: str, seq: int) -> list[dict[str, Any]] | None:
-        """Events after ``seq`` from the buffer; None when the buffer does not reach back
-        to ``seq + 1`` (read the database instead)."""
+    def buffered_after(self, run_id: str, seq: int) -> list[Encoded] | None:
+        """Events after ``seq`` from the buffer, with their JSON; None when the buffer does
+        not reach back to ``seq + 1`` (read the database instead)."""
         followed = self._runs.get(run_id)
         if followed is None or followed.seq is None:
             return None
         events = followed.events
         if seq >= followed.seq:
             return []
-        if not events or events[0]["seq"] > seq + 1:
+        if not events or events[0][0]["seq"] > seq + 1:
             return None
-        return [e for e in events if e["seq"] > seq]
+        start = seq + 1 - events[0][0]["seq"]  # seqs are contiguous
+        return list(itertools.islice(events, start, None))
 
     async def wait(self, run_id: str, seq: int, timeout: float) -> None:
         """Returns once the run has an event after ``seq`` (or after ``timeout``)."""
@@ -114,7 +124,7 @@ class StreamHub:
                 events = await run_in_threadpool(self.store.events_after, run_id, start, 1000)
                 if not events:
                     break
-                followed.events.extend(events)
+                followed.events.extend(encode_events(events))
                 start = events[-1]["seq"]
             followed.seq = start
             self._notify(followed)

@@ -14,6 +14,7 @@ from starlette.concurrency import run_in_threadpool
 from server.api.deps import RUN_ID, get_services
 from server.run_status import TERMINAL, RunStatus
 from server.run_store import RunNotFound
+from server.stream_hub import encode_events
 
 router = APIRouter(prefix="/runs", tags=["stream"])
 
@@ -51,9 +52,11 @@ async def stream(websocket: WebSocket, run_id: str, after_seq: int = 0) -> None:
         while not reader.done():
             events = hub.buffered_after(run_id, seq)
             if events is None:
-                events = await run_in_threadpool(services.store.events_after, run_id, seq, 500)
-            for event in events:
-                await asyncio.wait_for(websocket.send_json(event), SEND_TIMEOUT_S)
+                stored = await run_in_threadpool(services.store.events_after, run_id, seq, 500)
+                events = encode_events(stored)
+            for event, text in events:
+                async with asyncio.timeout(SEND_TIMEOUT_S):
+                    await websocket.send_text(text)
                 seq = event["seq"]
                 if _terminal(event):
                     await websocket.close(code=1000)
