@@ -32,6 +32,7 @@ from nnx_ppo.algorithms.video import encode_mp4
 from nnx_ppo.presets import make_networks
 from nnx_ppo.utils import enable_compilation_cache
 from server import artifacts
+from server.compile_clock import CompileClock
 from server.reporter import RunReporter
 from server.run_process import StopSignal
 from server.schemas import NetworkSpec
@@ -70,6 +71,8 @@ class RunExecution:
 
     def execute(self) -> Outcome:
         enable_compilation_cache(str(self.settings.compile_cache))
+        self.compile_clock = CompileClock()
+        self.first_logged = False
         log = self.reporter.log
         log(
             f"run {self.run_id}: {self.spec['kind']} on {self.spec['env']['name']}, "
@@ -158,6 +161,9 @@ class RunExecution:
     # -- callbacks ----------------------------------------------------------------------
 
     def _log_fn(self, metrics: dict[str, Any], step: int) -> None:
+        if not self.first_logged:  # the first jitted call has run: start-up is over
+            self.first_logged = True
+            self.reporter.log(self.compile_clock.summary())
         values = {key: float(value) for key, value in metrics.items()}
         if not self.diverged_metric:
             bad = sorted(key for key, value in values.items() if not math.isfinite(value))
