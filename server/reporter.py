@@ -9,6 +9,8 @@ waits until everything reported is durable (or raises the failure).
 
 from __future__ import annotations
 
+import contextlib
+import os
 import queue
 import sys
 import threading
@@ -92,6 +94,7 @@ class RunReporter:
             raise ReportFailed(f"storing the run's reports failed: {_describe(self._error)}")
 
     def _write_forever(self) -> None:
+        _lower_priority()
         while True:
             items = [self._queue.get()]
             while True:
@@ -125,6 +128,16 @@ class RunReporter:
                 self.store.record_log(self.run_id, payload)
         if batch:
             self.store.record_metrics_batch(self.run_id, batch)
+
+
+WRITER_NICENESS = 10
+
+
+def _lower_priority() -> None:
+    """Lowers this thread's CPU priority (Linux schedules threads one by one): storing
+    reports may wait a few milliseconds, training's threads should not."""
+    with contextlib.suppress(OSError, AttributeError):
+        os.setpriority(os.PRIO_PROCESS, threading.get_native_id(), WRITER_NICENESS)
 
 
 def _describe(error: BaseException) -> str:
