@@ -65,7 +65,7 @@ def _wait_healthy(url: str, process: subprocess.Popen, log_path: Path, timeout_s
     raise RuntimeError(f"the server did not answer /api/health in {timeout_s} s")
 
 
-@pytest.fixture(scope="session")
+@pytest.fixture(scope="module")
 def server(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Server]:
     data_dir = tmp_path_factory.mktemp("e2e-data")
     port = _free_port()
@@ -75,6 +75,8 @@ def server(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Server]:
         "NNX_PPO_API_TOKEN": TOKEN,
         "NNX_PPO_JAX_CACHE": os.environ.get("NNX_PPO_JAX_CACHE", str(ROOT / ".cache" / "jax")),
         "JAX_PLATFORMS": os.environ.get("JAX_PLATFORMS", "cpu"),
+        # Describing every Playground env costs a minute of CPU; the tests use built-ins.
+        "NNX_PPO_LIST_PLAYGROUND_ENVS": "false",
     }
     with log_path.open("w") as log:
         process = subprocess.Popen(
@@ -108,7 +110,7 @@ def server(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Server]:
         shutil.copy(log_path, ARTIFACTS / "server.log")
 
 
-@pytest.fixture(scope="session")
+@pytest.fixture(scope="module")  # Playwright's loop ends with the module
 def browser() -> Iterator[object]:
     from playwright.sync_api import sync_playwright
 

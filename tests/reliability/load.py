@@ -118,8 +118,22 @@ def drive(
     async def follow_all() -> None:
         await asyncio.gather(*(_follow(svc.port, f, timeout) for f in result.followers))
 
+    # In a thread of its own: the calling thread may already run an event loop (e.g.
+    # Playwright's, when browser tests ran earlier in the session).
+    errors: list[BaseException] = []
+
+    def run_followers() -> None:
+        try:
+            asyncio.run(follow_all())
+        except BaseException as error:
+            errors.append(error)
+
     try:
-        asyncio.run(follow_all())
+        follower_thread = threading.Thread(target=run_followers, name="followers")
+        follower_thread.start()
+        follower_thread.join()
+        if errors:
+            raise errors[0]
     finally:
         stop.set()
         for thread in threads:
