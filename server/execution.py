@@ -25,9 +25,8 @@ from nnx_ppo.algorithms.distillation import (
     make_distillation_checkpoint_fn,
     train_distillation,
 )
-from nnx_ppo.algorithms.step import new_training_state
 from nnx_ppo.algorithms.teacher import load_teacher
-from nnx_ppo.algorithms.training import train_ppo
+from nnx_ppo.algorithms.training import train_ppo, training_state_for
 from nnx_ppo.algorithms.video import encode_mp4
 from nnx_ppo.presets import make_networks
 from nnx_ppo.utils import enable_compilation_cache
@@ -130,19 +129,7 @@ class RunExecution:
         return source.path
 
     def _load_ppo_state(self, path: Path, env: Any, networks: Any, config: TrainConfig) -> Any:
-        p = config.ppo
-        iterations = math.ceil(p.total_steps / (p.n_envs * p.rollout_length))
-        decay = iterations * p.n_epochs * p.n_minibatches if p.anneal_learning_rate else None
-        template = new_training_state(
-            env,
-            networks,
-            p.n_envs,
-            config.seed,
-            p.learning_rate,
-            p.gradient_clipping,
-            p.weight_decay,
-            learning_rate_decay_steps=decay,
-        )
+        template = training_state_for(env, networks, config)
         loaded = checkpointing.load_checkpoint(str(path), template.networks, template.optimizer)
         return loaded["training_state"]
 

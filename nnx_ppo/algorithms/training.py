@@ -133,23 +133,31 @@ def train_ppo(
     p = config.ppo
     if initial_state is None:
         check_compatible(env, networks)
-        iterations = math.ceil(p.total_steps / (p.n_envs * p.rollout_length))
-        decay = iterations * p.n_epochs * p.n_minibatches if p.anneal_learning_rate else None
-        initial_state = new_training_state(
-            env,
-            networks,
-            p.n_envs,
-            config.seed,
-            p.learning_rate,
-            p.gradient_clipping,
-            p.weight_decay,
-            learning_rate_decay_steps=decay,
-        )
+        initial_state = training_state_for(env, networks, config)
     _check_batch(initial_state, p.n_envs)
     loop = _HostLoop(
         env, eval_env or env, initial_state, config, log_fn, checkpoint_fn, video_fn, should_stop
     )
     return loop.train()
+
+
+def training_state_for(env: RLEnv, networks: nnx.Module, config: TrainConfig) -> TrainingState:
+    """A new ``TrainingState`` as ``train_ppo`` starts one for ``config`` (its optimizer
+    included, with the learning-rate schedule of ``anneal_learning_rate``): also the template
+    a checkpoint of such a run loads into (an addition to the seed API)."""
+    p = config.ppo
+    iterations = math.ceil(p.total_steps / (p.n_envs * p.rollout_length))
+    decay = iterations * p.n_epochs * p.n_minibatches if p.anneal_learning_rate else None
+    return new_training_state(
+        env,
+        networks,
+        p.n_envs,
+        config.seed,
+        p.learning_rate,
+        p.gradient_clipping,
+        p.weight_decay,
+        learning_rate_decay_steps=decay,
+    )
 
 
 def check_compatible(env: RLEnv, networks: nnx.Module) -> None:
