@@ -80,7 +80,14 @@ def _check_resumed(svc: ReliableService, story: Story, before: set, attempts: in
     assert incomplete_checkpoints(checkpoints) == []
     newest = checkpoint_steps(checkpoints)[-1]
     seen_steps = {step for step, _ in before}
-    svc.wait_for(run_id, ["running"], 120, lambda r: r["steps"] > max(seen_steps) + ITERATION)
+    # Started again (``attempts``) and past what was stored before: steps stored by the
+    # killed process after ``before`` was read must not pass for progress of the new one.
+    svc.wait_for(
+        run_id,
+        ["running"],
+        120,
+        lambda r: r["attempts"] >= attempts and r["steps"] > max(seen_steps) + ITERATION,
+    )
     statuses = svc.statuses(run_id)
     assert statuses[-3:] == ["interrupted", "queued", "running"], statuses
     assert statuses.count("running") == attempts == svc.run(run_id)["attempts"]
