@@ -43,8 +43,8 @@ FILLED = "filled.json"
 def _store(data_dir: Path, *, durable: bool) -> Any:
     from sqlalchemy import event
 
-    from server.db import make_engine, make_sessionmaker, migrate
-    from server.run_store import RunStore
+    from server.store.db import make_engine, make_sessionmaker, migrate
+    from server.store.run_store import RunStore
 
     data_dir.mkdir(parents=True, exist_ok=True)
     url = f"sqlite:///{(data_dir / 'nnx_ppo.db').resolve()}"

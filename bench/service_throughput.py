@@ -3,7 +3,7 @@ cache's effect on a second run.
 
 ``throughput``: one service (``nnx-ppo serve``, its supervisor and a spawned run process per
 run) and, alternating with its runs, fresh ``python -m bench.service direct-run`` processes
-that build the same config (``server.spec_check.make_config`` of the same spec, as the run
+that build the same config (``server.spec.spec_check.make_config`` of the same spec, as the run
 process does), env and network and call ``train_ppo`` with a ``log_fn`` that only records
 the time. Both use one warm compilation cache (a warm-up run of each fills it first).
 
@@ -101,7 +101,7 @@ def direct_run(argv: list[str]) -> None:
     from nnx_ppo.presets import make_networks
     from nnx_ppo.utils import enable_compilation_cache
     from server.schemas import NetworkSpec
-    from server.spec_check import make_config
+    from server.spec.spec_check import make_config
 
     enable_compilation_cache(args.cache)
     config = make_config(spec["kind"], spec["config"])

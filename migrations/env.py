@@ -1,12 +1,12 @@
 """Alembic environment: applies ``migrations/versions`` to the service's database.
 
-The URL comes from the Alembic config (``server.db.migrate`` sets it from the settings).
+The URL comes from the Alembic config (``server.store.db.migrate`` sets it from the settings).
 """
 
 from alembic import context
 from sqlalchemy import Connection, engine_from_config, pool
 
-from server.models import Base
+from server.store.models import Base
 
 config = context.config
 target_metadata = Base.metadata

@@ -19,13 +19,13 @@ from starlette.exceptions import HTTPException as StarletteHTTPException
 from server import __version__, values
 from server.api import artifacts, envs, health, metrics, runs, stream
 from server.api.deps import Services
-from server.checker import EnvCatalogue, SpecChecker
-from server.db import make_engine, make_sessionmaker, migrate
-from server.run_store import RunStore
+from server.api.stream_hub import StreamHub
 from server.security import COOKIE, AccessMiddleware, BodyTooLarge, token_matches
 from server.settings import Settings
-from server.stream_hub import StreamHub
-from server.supervisor_process import SupervisorProcess
+from server.spec.checker import EnvCatalogue, SpecChecker
+from server.store.db import make_engine, make_sessionmaker, migrate
+from server.store.run_store import RunStore
+from server.worker.supervisor_process import SupervisorProcess
 
 log = logging.getLogger("nnx_ppo.server")
 

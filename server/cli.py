@@ -61,7 +61,7 @@ def serve(args: argparse.Namespace) -> int:
     import uvicorn
 
     from server.app import create_app
-    from server.db import migrate
+    from server.store.db import migrate
 
     settings = _settings(args)
     settings.ensure_dirs()
@@ -95,7 +95,7 @@ def _exit_cleanly(_signum: int, _frame: Any) -> None:
 
 
 def worker(args: argparse.Namespace) -> int:
-    from server import supervisor
+    from server.worker import supervisor
 
     settings = _settings(args)
     supervisor.main(settings.model_dump_json())

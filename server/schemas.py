@@ -11,7 +11,7 @@ from typing import Any, Literal
 
 from pydantic import BaseModel, ConfigDict, Field, ValidationInfo, field_validator, model_validator
 
-from server.run_status import RunStatus
+from server.store.run_status import RunStatus
 
 Name = Field(min_length=1, max_length=200)
 

@@ -8,11 +8,11 @@ from fastapi import APIRouter, HTTPException, Query
 from fastapi.responses import FileResponse, PlainTextResponse
 from starlette.concurrency import run_in_threadpool
 
-from server import artifacts
 from server.api.deps import RunDep, ServicesDep, run_dir
 from server.api.runs import NOT_FOUND
-from server.run_store import video_public
 from server.schemas import CheckpointList, CheckpointPublic, VideoList, VideoPublic
+from server.store import artifacts
+from server.store.run_store import video_public
 
 router = APIRouter(prefix="/runs", tags=["artifacts"])
 

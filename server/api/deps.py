@@ -11,11 +11,11 @@ from typing import Annotated
 from fastapi import Depends, HTTPException, Request
 from starlette.requests import HTTPConnection
 
-from server.checker import EnvCatalogue, SpecChecker
-from server.models import RunRow
-from server.run_store import RunNotFound, RunStore
+from server.api.stream_hub import StreamHub
 from server.settings import Settings
-from server.stream_hub import StreamHub
+from server.spec.checker import EnvCatalogue, SpecChecker
+from server.store.models import RunRow
+from server.store.run_store import RunNotFound, RunStore
 
 RUN_ID = re.compile(r"[0-9a-f]{12}")
 

@@ -14,8 +14,8 @@ from sqlalchemy import text
 from server import values
 from server.api.deps import RunDep, ServicesDep
 from server.api.runs import NOT_FOUND
-from server.metrics_query import metric_keys, read_series
 from server.schemas import MetricsPublic, SeriesPublic
+from server.store.metrics_query import metric_keys, read_series
 
 router = APIRouter(prefix="/runs", tags=["metrics"])
 

@@ -9,11 +9,6 @@ from fastapi.exceptions import RequestValidationError
 from starlette.concurrency import run_in_threadpool
 
 from server.api.deps import RUN_ID, RunDep, Services, ServicesDep, run_dir
-from server.artifacts import find_checkpoint
-from server.checker import CheckerUnavailable
-from server.models import RunRow
-from server.run_status import RunStatus, TransitionError
-from server.run_store import RunFilter, RunNotFound
 from server.schemas import (
     CheckpointRef,
     ErrorPublic,
@@ -23,6 +18,11 @@ from server.schemas import (
     RunPublic,
     RunUpdate,
 )
+from server.spec.checker import CheckerUnavailable
+from server.store.artifacts import find_checkpoint
+from server.store.models import RunRow
+from server.store.run_status import RunStatus, TransitionError
+from server.store.run_store import RunFilter, RunNotFound
 
 router = APIRouter(prefix="/runs", tags=["runs"])
 NOT_FOUND: dict[int | str, dict[str, Any]] = {

@@ -12,9 +12,9 @@ from fastapi import APIRouter, WebSocket, WebSocketDisconnect
 from starlette.concurrency import run_in_threadpool
 
 from server.api.deps import RUN_ID, get_services
-from server.run_status import TERMINAL, RunStatus
-from server.run_store import RunNotFound
-from server.stream_hub import encode_events
+from server.api.stream_hub import encode_events
+from server.store.run_status import TERMINAL, RunStatus
+from server.store.run_store import RunNotFound
 
 router = APIRouter(prefix="/runs", tags=["stream"])
 

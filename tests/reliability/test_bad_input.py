@@ -161,8 +161,8 @@ def test_symlinked_checkpoints_are_neither_listed_nor_served(
 def test_symlinked_videos_and_logs_are_not_served(
     api: ReliableService, secret: str, tmp_path: Path
 ) -> None:
-    from server.db import make_engine, make_sessionmaker
-    from server.run_store import RunStore
+    from server.store.db import make_engine, make_sessionmaker
+    from server.store.run_store import RunStore
 
     run = api.submit(tiny_ppo_spec())["id"]
     outside = _outside(tmp_path, secret)
@@ -348,8 +348,8 @@ def test_a_client_that_never_reads_does_not_slow_the_others(api: ReliableService
     """One client follows a run and never reads (its TCP window fills up) while 1000 events
     of 6 KB are stored: another client receives every one of them in order, quickly, and
     the API keeps answering."""
-    from server.db import make_engine, make_sessionmaker
-    from server.run_store import RunStore
+    from server.store.db import make_engine, make_sessionmaker
+    from server.store.run_store import RunStore
 
     run = api.submit(tiny_ppo_spec())["id"]
     stuck = connect(

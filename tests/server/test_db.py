@@ -10,8 +10,8 @@ from pathlib import Path
 import pytest
 from sqlalchemy import text
 
-from server.db import make_engine, make_sessionmaker, migrate, transaction
-from server.run_store import RunStore
+from server.store.db import make_engine, make_sessionmaker, migrate, transaction
+from server.store.run_store import RunStore
 
 
 @pytest.fixture

@@ -10,9 +10,9 @@ from pathlib import Path
 import pytest
 from sqlalchemy import Engine
 
-from server.db import make_engine, make_sessionmaker, migrate
-from server.metrics_query import read_series
-from server.run_store import RunStore
+from server.store.db import make_engine, make_sessionmaker, migrate
+from server.store.metrics_query import read_series
+from server.store.run_store import RunStore
 
 
 @pytest.fixture(scope="module")

@@ -23,9 +23,9 @@ from sqlalchemy import delete, func, insert, select, text, update
 from sqlalchemy.orm import Session, sessionmaker
 
 from server import values
-from server.db import transaction
-from server.models import EventRow, MetricKeyRow, MetricRow, RunRow, VideoRow, WorkerRow
-from server.run_status import TERMINAL, TRANSITIONS, RunStatus, TransitionError
+from server.store.db import transaction
+from server.store.models import EventRow, MetricKeyRow, MetricRow, RunRow, VideoRow, WorkerRow
+from server.store.run_status import TERMINAL, TRANSITIONS, RunStatus, TransitionError
 
 ROLLUP_SIZES = (8, 64, 512, 4096)
 """Point counts summarised by the rollup levels (see ``metrics_query``)."""

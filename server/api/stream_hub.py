@@ -21,8 +21,8 @@ from typing import Any
 from sqlalchemy import select
 from starlette.concurrency import run_in_threadpool
 
-from server.models import RunRow
-from server.run_store import RunStore
+from server.store.models import RunRow
+from server.store.run_store import RunStore
 
 log = logging.getLogger("nnx_ppo.server")
 

@@ -6,8 +6,8 @@ import multiprocessing as mp
 import os
 import signal
 
-from server import supervisor
 from server.settings import Settings
+from server.worker import supervisor
 
 STOP_TIMEOUT_S = supervisor.WARM_STOP_TIMEOUT_S + 15
 

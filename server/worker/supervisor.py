@@ -23,11 +23,12 @@ from dataclasses import dataclass, field
 from multiprocessing.connection import Connection
 from typing import Any
 
-from server import artifacts, run_process
-from server.db import make_engine, make_sessionmaker, migrate
-from server.run_status import TransitionError
-from server.run_store import RunNotFound, RunStore
 from server.settings import Settings
+from server.store import artifacts
+from server.store.db import make_engine, make_sessionmaker, migrate
+from server.store.run_status import TransitionError
+from server.store.run_store import RunNotFound, RunStore
+from server.worker import run_process
 
 log = logging.getLogger("nnx_ppo.worker")
 
@@ -163,7 +164,7 @@ class Supervisor:
             return
         from sqlalchemy import update
 
-        from server.models import WorkerRow
+        from server.store.models import WorkerRow
 
         with self.store.sessions() as session, session.begin():
             session.execute(

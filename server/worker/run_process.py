@@ -23,9 +23,9 @@ from multiprocessing.connection import Connection
 from pathlib import Path
 from typing import Any
 
-from server import artifacts
-from server.reporter import RunReporter
 from server.settings import Settings
+from server.store import artifacts
+from server.worker.reporter import RunReporter
 
 PR_SET_PDEATHSIG = 1
 
@@ -90,7 +90,7 @@ def main(run_id: str, settings_json: str, slot_env: dict[str, str], conn: Connec
     redirect_output(artifacts.logs_dir(run_dir) / artifacts.LOG_FILE)
     reporter = RunReporter.open(settings, run_id)
     try:
-        from server.execution import RunExecution
+        from server.worker.execution import RunExecution
 
         outcome = RunExecution(settings, run_id, reporter, stop).execute()
     except Exception as error:

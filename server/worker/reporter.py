@@ -20,9 +20,9 @@ from typing import Any
 
 from sqlalchemy import Engine
 
-from server.db import make_engine, make_sessionmaker
-from server.run_store import RunStore
 from server.settings import Settings
+from server.store.db import make_engine, make_sessionmaker
+from server.store.run_store import RunStore
 
 CANCEL_POLL_S = 0.5
 

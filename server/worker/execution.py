@@ -30,13 +30,13 @@ from nnx_ppo.algorithms.training import train_ppo, training_state_for
 from nnx_ppo.algorithms.video import encode_mp4
 from nnx_ppo.presets import make_networks
 from nnx_ppo.utils import enable_compilation_cache
-from server import artifacts
-from server.compile_clock import CompileClock
-from server.reporter import RunReporter
-from server.run_process import StopSignal
 from server.schemas import NetworkSpec
 from server.settings import Settings
-from server.spec_check import make_config
+from server.spec.spec_check import make_config
+from server.store import artifacts
+from server.worker.compile_clock import CompileClock
+from server.worker.reporter import RunReporter
+from server.worker.run_process import StopSignal
 
 Outcome = tuple[str, str | None]
 

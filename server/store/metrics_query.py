@@ -22,7 +22,7 @@ from typing import Any
 from sqlalchemy import Connection, text
 
 from server import values
-from server.run_store import ROLLUP_SIZES
+from server.store.run_store import ROLLUP_SIZES
 
 _RAW = text(
     "SELECT step, step, value, value, value, value IS NULL FROM metrics "

@@ -36,7 +36,7 @@ def _child_env() -> None:
 
 def _checker_main(conn: Connection) -> None:
     _child_env()
-    from server.spec_check import check_spec
+    from server.spec.spec_check import check_spec
 
     while True:
         try:
@@ -52,7 +52,7 @@ def _checker_main(conn: Connection) -> None:
 
 def _catalogue_main(path: str, include_playground: bool) -> None:
     _child_env()
-    from server.spec_check import describe_envs
+    from server.spec.spec_check import describe_envs
 
     tmp = f"{path}.tmp"
     entries = []

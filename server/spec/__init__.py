@@ -1,0 +1,1 @@
+"""Judging run specs with the library, in a child process of the API."""

@@ -1,0 +1,1 @@
+"""Workers: the supervisor that claims runs, and the run processes that execute them."""
