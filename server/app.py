@@ -17,8 +17,9 @@ from fastapi.responses import FileResponse, HTMLResponse, JSONResponse, Redirect
 from starlette.exceptions import HTTPException as StarletteHTTPException
 
 from server import __version__, values
-from server.api import artifacts, envs, health, metrics, runs, stream
+from server.api import artifacts, envs, events, health, metrics, runs, stream
 from server.api.deps import Services
+from server.api.events_hub import ServiceEventsHub
 from server.api.stream_hub import StreamHub
 from server.security import COOKIE, AccessMiddleware, BodyTooLarge, token_matches
 from server.settings import Settings
@@ -45,11 +46,13 @@ def create_app(settings: Settings, *, with_worker: bool = True) -> FastAPI:
             SpecChecker(),
             EnvCatalogue(settings.data_dir, settings.list_playground_envs),
             StreamHub(store),
+            ServiceEventsHub(store),
         )
         app.state.services = services
         services.checker.start()
         services.catalogue.start()
         services.hub.start()
+        services.events.start()
         worker = SupervisorProcess(settings) if with_worker else None
         if worker is not None:
             worker.start()
@@ -59,6 +62,7 @@ def create_app(settings: Settings, *, with_worker: bool = True) -> FastAPI:
             if worker is not None:
                 worker.stop()
             await services.hub.stop()
+            await services.events.stop()
             services.checker.stop()
             services.catalogue.stop()
             engine.dispose()
@@ -72,7 +76,7 @@ def create_app(settings: Settings, *, with_worker: bool = True) -> FastAPI:
         redoc_url=None,
     )
     api = APIRouter(prefix="/api")
-    for module in (health, envs, runs, metrics, artifacts, stream):
+    for module in (health, envs, runs, metrics, artifacts, stream, events):
         api.include_router(module.router)
     app.include_router(api)
     _add_error_handlers(app)

@@ -135,6 +135,10 @@ class RunPublic(BaseModel):
 class RunList(BaseModel):
     items: list[RunPublic]
     total: int
+    events_seq: int = Field(
+        description="The newest service event when the list was read: follow "
+        "WS /api/events?after_seq=events_seq for every change since."
+    )
 
 
 class EnvPublic(BaseModel):
@@ -179,6 +183,9 @@ class CheckpointList(BaseModel):
 
 class SeriesPublic(BaseModel):
     step: list[int]
+    wall_time: list[float] = Field(
+        description="Epoch seconds of each point (of a bucket's last point when downsampled)."
+    )
     value: list[float | str]
     min: list[float | str]
     max: list[float | str]

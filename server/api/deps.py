@@ -11,6 +11,7 @@ from typing import Annotated
 from fastapi import Depends, HTTPException, Request
 from starlette.requests import HTTPConnection
 
+from server.api.events_hub import ServiceEventsHub
 from server.api.stream_hub import StreamHub
 from server.settings import Settings
 from server.spec.checker import EnvCatalogue, SpecChecker
@@ -27,6 +28,7 @@ class Services:
     checker: SpecChecker
     catalogue: EnvCatalogue
     hub: StreamHub
+    events: ServiceEventsHub
 
 
 def get_services(connection: HTTPConnection) -> Services:

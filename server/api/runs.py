@@ -120,8 +120,8 @@ async def list_runs(
     f = RunFilter(
         status=status.value if status else None, kind=kind, tag=tag, q=q, limit=limit, offset=offset
     )
-    rows, total = await run_in_threadpool(services.store.list_runs, f)
-    return RunList(items=[run_public(r) for r in rows], total=total)
+    rows, total, seq = await run_in_threadpool(services.store.list_runs_with_seq, f)
+    return RunList(items=[run_public(r) for r in rows], total=total, events_seq=seq)
 
 
 @router.get("/{run_id}", response_model=RunPublic, responses=NOT_FOUND)

@@ -46,7 +46,7 @@ async def stream(websocket: WebSocket, run_id: str, after_seq: int = 0) -> None:
         return
     hub = services.hub
     hub.follow(run_id)
-    reader = asyncio.create_task(_drain_client(websocket))
+    reader = asyncio.create_task(drain_client(websocket))
     try:
         seq = after_seq
         while not reader.done():
@@ -72,7 +72,7 @@ async def stream(websocket: WebSocket, run_id: str, after_seq: int = 0) -> None:
             await reader
 
 
-async def _drain_client(websocket: WebSocket) -> None:
+async def drain_client(websocket: WebSocket) -> None:
     """Reads and discards what the client sends; returns (ending the stream) when it
     disconnects or floods (more than ``MAX_CLIENT_MESSAGES_PER_S`` messages a second)."""
     window_start, count = time.monotonic(), 0

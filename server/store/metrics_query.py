@@ -11,6 +11,9 @@ takes the coarsest level that still has at least ``max_points`` summaries after
 ``after_step`` (or the raw points when there are few), plus the raw points of the partial
 chunk at the start, and merges those into buckets; at most ``8 * max_points`` rows are read
 per key. A summary is assigned to a bucket by its last step.
+
+Each output point carries the wall time of its (last) point, looked up by step once the
+buckets are known: one primary-key seek per output point.
 """
 
 from __future__ import annotations
@@ -40,6 +43,8 @@ _FIRST_AFTER = text(
 _LAST = text("SELECT MAX(step) FROM metrics WHERE run_id = :run AND key = :key")
 _FIRST = text("SELECT MIN(step) FROM metrics WHERE run_id = :run AND key = :key")
 _STORED = text("SELECT count FROM metric_keys WHERE run_id = :run AND key = :key")
+_WALL_TIME_CHUNK = 500
+"""Steps per wall-time lookup (SQLite limits a statement's parameters)."""
 _COUNT_AFTER = text(
     "SELECT COUNT(*) FROM metrics WHERE run_id = :run AND key = :key AND step > :after"
 )
@@ -48,12 +53,19 @@ _COUNT_AFTER = text(
 @dataclass
 class Series:
     step: list[int] = field(default_factory=list)
+    wall_time: list[float] = field(default_factory=list)
     value: list[values.JsonFloat] = field(default_factory=list)
     min: list[values.JsonFloat] = field(default_factory=list)
     max: list[values.JsonFloat] = field(default_factory=list)
 
     def as_dict(self) -> dict[str, list[Any]]:
-        return {"step": self.step, "value": self.value, "min": self.min, "max": self.max}
+        return {
+            "step": self.step,
+            "wall_time": self.wall_time,
+            "value": self.value,
+            "min": self.min,
+            "max": self.max,
+        }
 
 
 def metric_keys(conn: Connection, run_id: str) -> list[str]:
@@ -84,7 +96,26 @@ def read_series(
         rows = list(conn.execute(_ROLLUP, {**params, "size": size}))
         before = rows[0][0] if rows else before
     raw = list(conn.execute(_RAW, {**params, "before": before}))
-    return _bucket(raw + rows, lo, hi, max_points)
+    out = _bucket(raw + rows, lo, hi, max_points)
+    out.wall_time = _wall_times(conn, run_id, key, out.step)
+    return out
+
+
+def _wall_times(conn: Connection, run_id: str, key: str, steps: list[int]) -> list[float]:
+    """The wall time of each of ``steps`` (points of ``key`` that exist)."""
+    found: dict[int, float] = {}
+    for start in range(0, len(steps), _WALL_TIME_CHUNK):
+        chunk = steps[start : start + _WALL_TIME_CHUNK]
+        marks = ",".join(f":s{i}" for i in range(len(chunk)))
+        query = text(
+            "SELECT step, wall_time FROM metrics "
+            f"WHERE run_id = :run AND key = :key AND step IN ({marks})"
+        )
+        params: dict[str, Any] = {"run": run_id, "key": key}
+        params.update({f"s{i}": step for i, step in enumerate(chunk)})
+        for step, wall in conn.execute(query, params).tuples():
+            found[int(step)] = float(wall)
+    return [found[step] for step in steps]
 
 
 def _rollup_size(count: int, max_points: int) -> int | None:

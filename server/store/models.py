@@ -53,6 +53,21 @@ class EventRow(Base):
     payload: Mapped[dict[str, Any]] = mapped_column(JSON)
 
 
+class ServiceEventRow(Base):
+    """One change of some run, in the service-wide sequence (``WS /api/events``): ``seq``
+    from 1, without gaps, never reused (the oldest rows are pruned). No foreign key: the
+    ``deleted`` event of a run outlives it."""
+
+    __tablename__ = "service_events"
+    __table_args__ = {"sqlite_autoincrement": True}  # noqa: RUF012 - SQLAlchemy reads it
+
+    seq: Mapped[int] = mapped_column(Integer, primary_key=True, autoincrement=True)
+    type: Mapped[str] = mapped_column(String(16))
+    run_id: Mapped[str] = mapped_column(String(32))
+    time: Mapped[float] = mapped_column(Float)
+    payload: Mapped[dict[str, Any]] = mapped_column(JSON)
+
+
 class MetricRow(Base):
     """One scalar of one metric at one env step. NaN is stored as NULL."""
 

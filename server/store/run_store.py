@@ -5,10 +5,17 @@ happen only in ``transition``; each appends a ``status`` event in the same trans
 the stream and the row never disagree. Event numbers (``seq``) come from the run row's
 ``last_seq`` counter, incremented in the transaction that stores the event: per run, from 1,
 without gaps.
+
+Every change a runs list shows (created, status, progress, name/tags/notes updated,
+deleted) also appends a row to ``service_events`` in the same transaction: one sequence
+for the whole service (``WS /api/events``), gapless because SQLite has one writer at a
+time. Progress events are throttled to one per run every ``PROGRESS_EVERY_S``; the oldest
+service events are pruned beyond ``SERVICE_EVENTS_KEPT``.
 """
 
 from __future__ import annotations
 
+import math
 import os
 import shutil
 import socket
@@ -23,8 +30,17 @@ from sqlalchemy import delete, func, insert, select, text, update
 from sqlalchemy.orm import Session, sessionmaker
 
 from server import values
+from server.schemas import RunPublic
 from server.store.db import transaction
-from server.store.models import EventRow, MetricKeyRow, MetricRow, RunRow, VideoRow, WorkerRow
+from server.store.models import (
+    EventRow,
+    MetricKeyRow,
+    MetricRow,
+    RunRow,
+    ServiceEventRow,
+    VideoRow,
+    WorkerRow,
+)
 from server.store.run_status import TERMINAL, TRANSITIONS, RunStatus, TransitionError
 
 ROLLUP_SIZES = (8, 64, 512, 4096)
@@ -47,6 +63,12 @@ _UPSERT_ROLLUP = text(
         nans = nans + excluded.nans
     """
 )
+
+PROGRESS_EVERY_S = 1.0
+"""At most one ``progress`` service event per run in this long (per writing process)."""
+SERVICE_EVENTS_KEPT = 100_000
+"""Service events kept; older ones are pruned (every ``PRUNE_EVERY`` events)."""
+PRUNE_EVERY = 1000
 
 _UPDATE_COUNT = text("UPDATE metric_keys SET count = :c WHERE run_id = :r AND key = :k")
 
@@ -77,6 +99,8 @@ class RunStore:
     def __init__(self, sessions: sessionmaker[Session], runs_dir: Path):
         self.sessions = sessions
         self.runs_dir = runs_dir
+        self._progress_at: dict[str, float] = {}
+        """Per run, when this store last wrote its ``progress`` event (monotonic)."""
 
     # -- runs ---------------------------------------------------------------------------
 
@@ -113,6 +137,7 @@ class RunStore:
             session.add(run)
             session.flush()
             self._append(session, run, "status", {"status": run.status, "error": None})
+            self._service_event(session, run.id, "created", {"run": _run_public(run)})
         return run
 
     def get(self, run_id: str) -> RunRow:
@@ -123,6 +148,12 @@ class RunStore:
             return run
 
     def list_runs(self, f: RunFilter) -> tuple[list[RunRow], int]:
+        rows, total, _ = self.list_runs_with_seq(f)
+        return rows, total
+
+    def list_runs_with_seq(self, f: RunFilter) -> tuple[list[RunRow], int, int]:
+        """The runs, their total and the newest service event's seq, from one snapshot of
+        the database: following ``WS /api/events`` after that seq misses no change."""
         query = select(RunRow)
         if f.status:
             query = query.where(RunRow.status == f.status)
@@ -133,12 +164,13 @@ class RunStore:
         if f.tag:
             tag_match = text("EXISTS (SELECT 1 FROM json_each(runs.tags) WHERE value = :tag)")
             query = query.where(tag_match.bindparams(tag=f.tag))
-        with self.sessions() as session:
+        with self.sessions() as session:  # one read transaction: one snapshot
+            seq = session.scalar(select(func.coalesce(func.max(ServiceEventRow.seq), 0))) or 0
             total = session.scalar(select(func.count()).select_from(query.subquery())) or 0
             rows = session.scalars(
                 query.order_by(RunRow.created_at.desc()).limit(f.limit).offset(f.offset)
             ).all()
-            return list(rows), total
+            return list(rows), total, seq
 
     def update_meta(
         self, run_id: str, *, name: str | None, tags: Sequence[str] | None, notes: str | None
@@ -151,6 +183,12 @@ class RunStore:
                 run.tags = list(tags)
             if notes is not None:
                 run.notes = notes
+            self._service_event(
+                session,
+                run.id,
+                "updated",
+                {"name": run.name, "tags": list(run.tags), "notes": run.notes},
+            )
             return run
 
     def request_cancel(self, run_id: str) -> RunRow:
@@ -174,6 +212,7 @@ class RunStore:
                 session.execute(delete(table).where(table.run_id == run_id))
             session.execute(text("DELETE FROM metric_rollups WHERE run_id = :r"), {"r": run_id})
             session.delete(run)
+            self._service_event(session, run_id, "deleted", {})
         run_dir = self.runs_dir / run_id
         if run_dir.parent == self.runs_dir:  # ids are hex; never leaves runs_dir
             shutil.rmtree(run_dir, ignore_errors=True)
@@ -298,6 +337,10 @@ class RunStore:
             if new_keys:
                 session.execute(insert(MetricKeyRow), new_keys)
             run.latest_metrics = latest
+            now = time.monotonic()
+            if now - self._progress_at.get(run_id, -math.inf) >= PROGRESS_EVERY_S:
+                self._progress_at[run_id] = now
+                self._service_event(session, run_id, "progress", _progress(run))
             return stored_steps
 
     def record_video(
@@ -338,6 +381,22 @@ class RunStore:
             return bool(session.scalar(select(RunRow.cancel_requested).where(RunRow.id == run_id)))
 
     # -- reading events and artifacts ---------------------------------------------------
+
+    def service_events_after(self, after_seq: int, limit: int = 500) -> list[dict[str, Any]]:
+        """Service events with seq > ``after_seq``, oldest first."""
+        with self.sessions() as session:
+            rows = session.scalars(
+                select(ServiceEventRow)
+                .where(ServiceEventRow.seq > after_seq)
+                .order_by(ServiceEventRow.seq)
+                .limit(limit)
+            ).all()
+            return [service_event_public(row) for row in rows]
+
+    def service_events_seq(self) -> int:
+        """The newest service event's seq (0 before any)."""
+        with self.sessions() as session:
+            return session.scalar(select(func.coalesce(func.max(ServiceEventRow.seq), 0))) or 0
 
     def events_after(self, run_id: str, after_seq: int, limit: int = 500) -> list[dict[str, Any]]:
         with self.sessions() as session:
@@ -453,6 +512,9 @@ class RunStore:
         for field, value in fields.items():
             setattr(run, field, value)
         self._append(session, run, "status", {"status": target.value, "error": error})
+        self._service_event(
+            session, run.id, "status", {"status": target.value, "error": error, **_progress(run)}
+        )
 
     @staticmethod
     def _append(session: Session, run: RunRow, kind: str, payload: dict[str, Any]) -> None:
@@ -461,6 +523,22 @@ class RunStore:
             EventRow(run_id=run.id, seq=run.last_seq, type=kind, time=time.time(), payload=payload)
         )
         session.flush()
+
+    @staticmethod
+    def _service_event(session: Session, run_id: str, kind: str, payload: dict[str, Any]) -> None:
+        row = ServiceEventRow(type=kind, run_id=run_id, time=time.time(), payload=payload)
+        session.add(row)
+        session.flush()
+        if row.seq % PRUNE_EVERY == 0:
+            session.execute(
+                delete(ServiceEventRow).where(ServiceEventRow.seq <= row.seq - SERVICE_EVENTS_KEPT)
+            )
+
+
+def _progress(run: RunRow) -> dict[str, Any]:
+    """What a runs list shows of a run's progress: steps and its newest ``eval/`` values."""
+    evals = {k: v for k, v in run.latest_metrics.items() if k.startswith("eval/")}
+    return {"steps": run.steps, "total_steps": run.total_steps, "latest_metrics": evals}
 
 
 def _worker_dead(worker: WorkerRow, now: float, timeout: float, host: str) -> bool:
@@ -491,6 +569,10 @@ def event_public(row: EventRow) -> dict[str, Any]:
     return {"seq": row.seq, "type": row.type, "time": row.time, **row.payload}
 
 
+def service_event_public(row: ServiceEventRow) -> dict[str, Any]:
+    return {"seq": row.seq, "type": row.type, "run_id": row.run_id, "time": row.time, **row.payload}
+
+
 def video_public(video: VideoRow) -> dict[str, Any]:
     return {
         "id": video.id,
@@ -499,3 +581,7 @@ def video_public(video: VideoRow) -> dict[str, Any]:
         "episode_length": video.episode_length,
         "url": f"/api/runs/{video.run_id}/videos/{video.id}",
     }
+
+
+def _run_public(run: RunRow) -> dict[str, Any]:
+    return RunPublic.model_validate(run, from_attributes=True).model_dump(mode="json")

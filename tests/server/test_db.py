@@ -60,3 +60,26 @@ def test_each_run_is_claimed_once_by_concurrent_supervisors(db: tuple[str, RunSt
     for run_id in ids:  # each has exactly queued, then running: one start
         statuses = [e["status"] for e in store.events_after(run_id, 0)]
         assert statuses == ["queued", "running"]
+
+
+def test_service_events_are_pruned_and_seqs_never_reused(
+    db: tuple[str, RunStore], monkeypatch: pytest.MonkeyPatch
+) -> None:
+    from server.store import run_store
+
+    _, store = db
+    monkeypatch.setattr(run_store, "SERVICE_EVENTS_KEPT", 5)
+    monkeypatch.setattr(run_store, "PRUNE_EVERY", 4)
+    for i in range(10):  # one "created" event each: seqs 1..10, pruned at 4 and 8
+        store.create({}, kind="ppo", name=str(i), tags=[], notes="", total_steps=1)
+    assert [e["seq"] for e in store.service_events_after(0)] == list(range(4, 11))
+    run = store.create({}, kind="ppo", name="x", tags=[], notes="", total_steps=1)
+    store.transition(run.id, "cancel")
+    store.delete(run.id)  # its events outlive it
+    events = store.service_events_after(10)
+    assert [(e["seq"], e["type"]) for e in events] == [
+        (11, "created"),
+        (12, "status"),
+        (13, "deleted"),
+    ]
+    assert store.service_events_seq() == 13

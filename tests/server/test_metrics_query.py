@@ -27,11 +27,16 @@ def _engine(store: RunStore) -> Engine:
     return store.sessions.kw["bind"]
 
 
+def _wall(step: int) -> float:
+    """The wall time the tests store with a step (epoch seconds)."""
+    return 1.7e9 + step / 1000
+
+
 def _new_run(store: RunStore, points: list[tuple[int, float]], key: str = "k") -> str:
     """A run with these points, stored as a run process does: one transaction per batch
     of steps (batches of 1, 7 and 500 to cover the rollup bookkeeping across batches)."""
     run = store.create({}, kind="ppo", name="m", tags=[], notes="", total_steps=1)
-    entries = [(step, 0.0, {key: value}) for step, value in points]
+    entries = [(step, _wall(step), {key: value}) for step, value in points]
     i = 0
     for size in (1, 7, *[500] * len(entries)):
         if i >= len(entries):
@@ -53,6 +58,7 @@ def test_few_points_come_back_exactly(store: RunStore) -> None:
     with _engine(store).connect() as conn:
         series = read_series(conn, run_id, "k", -1, 1000).as_dict()
     assert series["step"] == [10, 20, 30, 40]
+    assert series["wall_time"] == [_wall(s) for s in (10, 20, 30, 40)]
     assert series["value"] == [1.0, "NaN", "Infinity", -2.5]
     assert series["min"] == series["max"] == series["value"]
     with _engine(store).connect() as conn:
@@ -68,11 +74,12 @@ def _brute_force(points: list[tuple[int, float]], after: int, max_points: int) -
     buckets: dict[int, list[tuple[int, float]]] = {}
     for s, v in kept:
         buckets.setdefault((s - lo) // width, []).append((s, v))
-    out: dict[str, list] = {"step": [], "value": [], "min": [], "max": []}
+    out: dict[str, list] = {"step": [], "wall_time": [], "value": [], "min": [], "max": []}
     for b in sorted(buckets):
         values = [v for _, v in buckets[b]]
         nan = any(math.isnan(v) for v in values)
         out["step"].append(buckets[b][-1][0])
+        out["wall_time"].append(_wall(buckets[b][-1][0]))  # the bucket's last point's
         out["value"].append(values[-1])
         out["min"].append(math.nan if nan else min(values))
         out["max"].append(math.nan if nan else max(values))
@@ -95,6 +102,7 @@ def test_raw_downsampling_matches_brute_force(store: RunStore) -> None:
             got = read_series(conn, run_id, "k", after, max_points).as_dict()
         want = _brute_force(points, after, max_points)
         assert got["step"] == want["step"]
+        assert got["wall_time"] == want["wall_time"]
         assert _same([_decode(v) for v in got["value"]], want["value"])
         assert _same([_decode(v) for v in got["min"]], want["min"])
         assert _same([_decode(v) for v in got["max"]], want["max"])
@@ -114,6 +122,8 @@ def test_rollups_keep_spikes_nans_and_the_last_point(store: RunStore) -> None:
         kept = [(s, v) for s, v in points if s > after]
         assert 0 < len(got["step"]) <= max_points
         assert got["step"] == sorted(got["step"]) and got["step"][-1] == kept[-1][0]
+        # Each bucket's wall time is its last point's (here a function of its step).
+        assert got["wall_time"] == [_wall(s) for s in got["step"]]
         assert _decode(got["value"][-1]) == kept[-1][1]
         highs = [_decode(v) for v in got["max"] if v != "NaN"]
         lows = [_decode(v) for v in got["min"] if v != "NaN"]

@@ -11,16 +11,23 @@ import type { Run, RunSpec } from "./types";
 export type RunFilters = QueryOf<"/api/runs", "get">;
 export type MetricsQuery = QueryOf<"/api/runs/{run_id}/metrics", "get">;
 
+/** A page of the runs list, and the service event seq it was read at (`WS /api/events`). */
+export interface RunPage {
+  items: Run[];
+  total: number;
+  events_seq: number;
+}
+
 const runPath = (run_id: string) => fillPath("/api/runs/{run_id}", "get", { run_id });
 
 export const api = {
   health: () => requestJson<ResponseOf<"/api/health", "get">>("GET", "/api/health"),
   envs: () => requestJson<ResponseOf<"/api/envs", "get">>("GET", "/api/envs"),
   listRuns: (filters: RunFilters = {}) =>
-    requestJson<ResponseOf<"/api/runs", "get">>("GET", withQuery("/api/runs", { ...filters })) as Promise<{
-      items: Run[];
-      total: number;
-    }>,
+    requestJson<ResponseOf<"/api/runs", "get">>(
+      "GET",
+      withQuery("/api/runs", { ...filters }),
+    ) as Promise<RunPage>,
   getRun: (run_id: string) =>
     requestJson<ResponseOf<"/api/runs/{run_id}", "get">>("GET", runPath(run_id)) as Promise<Run>,
   /** `spec` may be a JSON text, sent exactly as typed (the editable JSON view). */

@@ -382,6 +382,11 @@ export interface components {
         };
         /** RunList */
         RunList: {
+            /**
+             * Events Seq
+             * @description The newest service event when the list was read: follow WS /api/events?after_seq=events_seq for every change since.
+             */
+            events_seq: number;
             /** Items */
             items: components["schemas"]["RunPublic"][];
             /** Total */
@@ -471,6 +476,11 @@ export interface components {
             step: number[];
             /** Value */
             value: (number | string)[];
+            /**
+             * Wall Time
+             * @description Epoch seconds of each point (of a bucket's last point when downsampled).
+             */
+            wall_time: number[];
         };
         /** ValidationError */
         ValidationError: {

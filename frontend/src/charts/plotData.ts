@@ -37,13 +37,24 @@ export interface PlotData {
   withoutTime: number;
 }
 
-/** The x of each point: its env step, or seconds since `t0` on the wall-time axis. */
+/** The x of each point: its env step, or seconds since `t0` on the wall-time axis (the
+ * point's own wall time, else the clock's estimate at its step). */
 function xValues(series: Series, xAxis: XAxis, clock: WallClock | null, t0: number): (number | null)[] {
   if (xAxis === "step") return series.step;
-  return series.step.map((step) => {
-    const time = clock?.at(step) ?? null;
+  return series.step.map((step, i) => {
+    const time = series.wall[i] ?? clock?.at(step) ?? null;
     return time === null ? null : time - t0;
   });
+}
+
+/** The earliest known wall time of `series` (epoch seconds), or null. */
+export function firstWallTime(series: Iterable<Series>): number | null {
+  let first: number | null = null;
+  for (const s of series) {
+    const t = s.wall.find((w): w is number => w !== null);
+    if (t !== undefined && (first === null || t < first)) first = t;
+  }
+  return first;
 }
 
 function markerLabel(v: number): Marker["label"] {
@@ -54,7 +65,7 @@ export function toPlotData(
   series: Series,
   settings: ViewSettings,
   clock: WallClock | null = null,
-  t0 = clock?.start ?? 0,
+  t0 = clock?.start ?? firstWallTime([series]) ?? 0,
 ): PlotData {
   const xs = xValues(series, settings.xAxis, clock, t0);
   const keep = xs.map((x) => x !== null);

@@ -11,6 +11,8 @@ import type { MetricsEvent, WireSeries } from "../api/types";
 
 export interface Series {
   step: number[];
+  /** Epoch seconds of each point (a bucket's last point's); null where unknown. */
+  wall: (number | null)[];
   value: (number | null)[];
   /** Per point the min and max of the bucket it stands for (= value where not merged). */
   min: (number | null)[];
@@ -18,12 +20,14 @@ export interface Series {
 }
 
 export function emptySeries(): Series {
-  return { step: [], value: [], min: [], max: [] };
+  return { step: [], wall: [], value: [], min: [], max: [] };
 }
 
-export function seriesFromWire(wire: WireSeries): Series {
+/** A series of `GET /metrics` (`wall_time` may be missing from an older server). */
+export function seriesFromWire(wire: Omit<WireSeries, "wall_time"> & { wall_time?: number[] }): Series {
   return {
     step: [...wire.step],
+    wall: wire.step.map((_, i) => wire.wall_time?.[i] ?? null),
     value: decodeNumbers(wire.value),
     min: decodeNumbers(wire.min),
     max: decodeNumbers(wire.max),
@@ -39,9 +43,15 @@ export function lastStep(series: Series): number {
  * the last step is already accounted for (the history covers it, or it is a replay), so it
  * is ignored. Returns whether the point was appended.
  */
-export function appendPoint(series: Series, step: number, value: number | null): boolean {
+export function appendPoint(
+  series: Series,
+  step: number,
+  value: number | null,
+  wallTime: number | null = null,
+): boolean {
   if (step <= lastStep(series)) return false;
   series.step.push(step);
+  series.wall.push(wallTime);
   series.value.push(value);
   series.min.push(value);
   series.max.push(value);
@@ -58,7 +68,7 @@ export function appendEvent(store: Map<string, Series>, event: MetricsEvent): st
       series = emptySeries();
       store.set(key, series);
     }
-    if (appendPoint(series, event.step, decodeNumber(wire))) changed.push(key);
+    if (appendPoint(series, event.step, decodeNumber(wire), event.wall_time)) changed.push(key);
   }
   return changed;
 }

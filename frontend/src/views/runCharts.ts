@@ -4,7 +4,7 @@ import { formatNumber } from "../api/numbers";
 import type { MetricsEvent } from "../api/types";
 import { groupKeys } from "../charts/groups";
 import { LineChart } from "../charts/lineChart";
-import { toPlotData, type PlotData, type ViewSettings } from "../charts/plotData";
+import { firstWallTime, toPlotData, type PlotData, type ViewSettings } from "../charts/plotData";
 import { appendEvent, seriesFromWire, type Series } from "../charts/series";
 import { WallClock } from "../charts/wallClock";
 import { formatDuration, h } from "../dom";
@@ -138,12 +138,14 @@ export class RunCharts {
   private draw(): void {
     this.frame = null;
     if (this.layoutStale) this.layout();
-    const t0 = this.clock.start ?? 0;
+    const first = firstWallTime(this.store.values());
+    const t0 = Math.min(first ?? Infinity, this.clock.start ?? Infinity);
+    const start = Number.isFinite(t0) ? t0 : 0;
     for (const key of this.dirty) {
       const series = this.store.get(key);
       const card = this.cards.get(key);
       if (!series || !card || !card.element.isConnected) continue;
-      const data = toPlotData(series, this.settings, this.clock, t0);
+      const data = toPlotData(series, this.settings, this.clock, start);
       card.chart.update({
         x: data.x,
         lines: data.raw
