@@ -39,7 +39,14 @@ def _parser() -> argparse.ArgumentParser:
         command.add_argument(
             "--workers",
             type=int,
-            help="runs executing at once (default: one per GPU, one on a CPU-only machine)",
+            help="GPU machine: runs executing at once (default: runs-per-device per GPU); "
+            "CPU-only machine: its host devices (default 1)",
+        )
+        command.add_argument(
+            "--runs-per-device",
+            type=int,
+            help="runs sharing one device (default 1; env NNX_PPO_RUNS_PER_DEVICE); above 1, "
+            "runs do not preallocate device memory",
         )
     return parser
 
@@ -52,6 +59,7 @@ def _settings(args: argparse.Namespace) -> Any:
         "port": getattr(args, "port", None),
         "data_dir": args.data_dir,
         "workers": args.workers,
+        "runs_per_device": args.runs_per_device,
         "allowed_hosts": getattr(args, "allowed_hosts", None),
     }
     return Settings(**{k: v for k, v in overrides.items() if v is not None})

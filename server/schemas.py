@@ -66,6 +66,26 @@ class CheckpointRef(BaseModel):
     step: int | None = Field(default=None, ge=0, description="The newest checkpoint if null.")
 
 
+class ResourcesSpec(BaseModel):
+    """What a run's process needs. The local worker assigns ``gpus`` devices to it (on a
+    CPU-only worker, that many host devices); an executor on a cluster would ask for the
+    same (Ray: ``num_gpus``, ``num_cpus``). The local worker does not reserve CPUs."""
+
+    model_config = ConfigDict(extra="forbid")
+
+    gpus: int | None = Field(
+        default=None,
+        ge=1,
+        le=1024,
+        strict=True,
+        description="Devices the run trains on, data-parallel (default 1); at most what the "
+        "largest registered worker has.",
+    )
+    cpus: int | None = Field(
+        default=None, ge=1, le=4096, strict=True, description="CPU cores (for cluster executors)."
+    )
+
+
 class RunCreate(BaseModel):
     """A run spec, as ``POST /api/runs`` takes it (see DESIGN.md)."""
 
@@ -84,6 +104,7 @@ class RunCreate(BaseModel):
     notes: str = Field(default="", max_length=10_000)
     resume_from: CheckpointRef | None = None
     teacher: CheckpointRef | None = None
+    resources: ResourcesSpec | None = None
 
     def stored(self) -> dict[str, Any]:
         """The spec as stored with the run: JSON, the network without unset fields."""

@@ -9,7 +9,7 @@ import secrets
 from functools import cached_property
 from pathlib import Path
 
-from pydantic import Field, field_validator
+from pydantic import Field, field_validator, model_validator
 from pydantic_settings import BaseSettings, SettingsConfigDict
 
 LOOPBACK_HOSTS = ("127.0.0.1", "localhost", "[::1]", "::1")
@@ -31,7 +31,16 @@ class Settings(BaseSettings):
     allowed_hosts: tuple[str, ...] = ()
     """Host header values accepted besides loopback (e.g. a LAN name when binding 0.0.0.0)."""
     workers: int | None = Field(default=None, ge=1)
-    """Runs executing at once; default: one per GPU, one on a CPU-only machine."""
+    """On a GPU machine, the most runs executing at once (default: as many as the devices
+    take, ``runs_per_device`` per GPU); on a CPU-only machine, how many host devices it
+    has (default 1), each taking ``runs_per_device`` runs."""
+    runs_per_device: int = Field(default=1, ge=1, le=64)
+    """Runs that share one device; above 1, run processes do not preallocate device memory
+    (``XLA_PYTHON_CLIENT_PREALLOCATE=false``) unless ``device_memory_fraction`` is set."""
+    device_memory_fraction: float | None = Field(default=None, gt=0, le=1)
+    """``XLA_PYTHON_CLIENT_MEM_FRACTION`` of every run process, when set."""
+    system_metrics_seconds: float = Field(default=5.0, gt=0)
+    """How often a run process samples its ``system/*`` metrics (CPU, memory, GPUs)."""
     jax_cache: Path | None = None
     """JAX's persistent compilation cache; default: ``data_dir/jax_cache``."""
     heartbeat_seconds: float = Field(default=2.0, gt=0)
@@ -40,6 +49,16 @@ class Settings(BaseSettings):
     list_playground_envs: bool = True
     """List MuJoCo Playground envs in GET /api/envs (describing them all takes a minute of
     CPU once per data directory; tests turn it off). They can be trained either way."""
+
+    @model_validator(mode="after")
+    def _memory_fits(self) -> Settings:
+        fraction = self.device_memory_fraction
+        if fraction is not None and fraction * self.runs_per_device > 1:
+            raise ValueError(
+                f"device_memory_fraction ({fraction}) times runs_per_device "
+                f"({self.runs_per_device}) must be at most 1"
+            )
+        return self
 
     @field_validator("data_dir", "jax_cache")
     @classmethod

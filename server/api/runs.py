@@ -19,6 +19,7 @@ from server.schemas import (
     RunUpdate,
 )
 from server.spec.checker import CheckerUnavailable
+from server.spec.resources import resource_errors
 from server.store.artifacts import find_checkpoint
 from server.store.models import RunRow
 from server.store.run_status import RunStatus, TransitionError
@@ -79,6 +80,9 @@ def _validate(services: Services, spec: RunCreate) -> int:
                 ("env", "name"),
                 f"must be {source.spec['env']['name']!r}, the env of run {source.id}",
             )
+    errors = resource_errors(spec.resources, spec.config, services.store.workers())
+    if errors:
+        raise RequestValidationError(errors)
     try:
         errors, total = services.checker.check(spec.stored(), teacher_network)
     except CheckerUnavailable as error:

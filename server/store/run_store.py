@@ -225,21 +225,31 @@ class RunStore:
             self._transition(session, run, name, error, **fields)
             return run
 
-    def claim_next(self, worker_id: str) -> RunRow | None:
+    def claim_next(
+        self, worker_id: str, *, free: int | None = None, total: int | None = None
+    ) -> RunRow | None:
         """Atomically moves the oldest queued run to ``running`` for ``worker_id``.
+
+        With ``free``/``total`` (the worker's free and all devices), the oldest queued run
+        that asks for at most ``total`` devices (``resources.gpus``, default 1) is the
+        candidate, and it is claimed only if it asks for at most ``free``: a run waits
+        queued, in its place, until enough devices are free; runs asking for more than
+        this worker has are left for another.
 
         The write lock is held from the start of the transaction (``BEGIN IMMEDIATE``), so
         two supervisors can never claim the same run.
         """
+        wanted = func.coalesce(func.json_extract(RunRow.spec, "$.resources.gpus"), 1)
         with transaction(self.sessions) as session:
-            run = session.scalars(
-                select(RunRow)
-                .where(RunRow.status == RunStatus.QUEUED.value)
-                .order_by(RunRow.queued_at, RunRow.created_at)
-                .limit(1)
+            query = select(RunRow.id, wanted).where(RunRow.status == RunStatus.QUEUED.value)
+            if total is not None:
+                query = query.where(wanted <= total)
+            first = session.execute(
+                query.order_by(RunRow.queued_at, RunRow.created_at).limit(1)
             ).first()
-            if run is None:
+            if first is None or (free is not None and first[1] > free):
                 return None
+            run = self._get(session, first[0])
             self._transition(
                 session,
                 run,

@@ -8,7 +8,9 @@ interrupted and requeued), else the spec's ``resume_from``.
 
 from __future__ import annotations
 
+import dataclasses
 import math
+import os
 import time
 from collections.abc import Callable
 from pathlib import Path
@@ -35,6 +37,7 @@ from server.settings import Settings
 from server.spec.spec_check import make_config
 from server.store import artifacts
 from server.worker.compile_clock import CompileClock
+from server.worker.devices import Placement
 from server.worker.reporter import RunReporter
 from server.worker.run_process import StopSignal
 
@@ -45,9 +48,26 @@ class Diverged(Exception):
     """Training produced a non-finite value."""
 
 
+PLACEMENT_VARIABLES = (
+    "CUDA_VISIBLE_DEVICES",
+    "XLA_FLAGS",
+    "XLA_PYTHON_CLIENT_PREALLOCATE",
+    "XLA_PYTHON_CLIENT_MEM_FRACTION",
+)
+"""The variables that place a run process, named in its log."""
+
+
 class RunExecution:
-    def __init__(self, settings: Settings, run_id: str, reporter: RunReporter, stop: StopSignal):
+    def __init__(
+        self,
+        settings: Settings,
+        run_id: str,
+        reporter: RunReporter,
+        stop: StopSignal,
+        placement: Placement | None = None,
+    ):
         self.settings = settings
+        self.placement = placement or Placement(("cpu:0",))
         self.run_id = run_id
         self.reporter = reporter
         self.stop = stop
@@ -77,7 +97,8 @@ class RunExecution:
             f"run {self.run_id}: {self.spec['kind']} on {self.spec['env']['name']}, "
             f"JAX {jax.__version__} on {jax.default_backend()} ({jax.devices()[0]})"
         )
-        config = make_config(self.spec["kind"], self.spec.get("config") or {})
+        self._log_placement()
+        config = self._with_devices(make_config(self.spec["kind"], self.spec.get("config") or {}))
         env_spec = self.spec["env"]
         env = envs.load(env_spec["name"], env_spec.get("overrides") or {})
         network_spec = NetworkSpec(**self.spec["network"]).factory_fields()
@@ -115,6 +136,28 @@ class RunExecution:
             return ("stopped", self.stop_reason)
         log(f"finished in {seconds:.1f} s")
         return ("succeeded", None)
+
+    def _log_placement(self) -> None:
+        """One log line with the run's devices and the environment that pins them, as this
+        process sees it (the line tests and users read)."""
+        env = " ".join(f"{k}={os.environ[k]}" for k in PLACEMENT_VARIABLES if k in os.environ)
+        self.reporter.log(
+            f"placement: devices {','.join(self.placement.devices)}; JAX sees "
+            f"{jax.device_count()} device(s); {env or 'no placement variables'}"
+        )
+
+    def _with_devices(self, config: Any) -> Any:
+        """The config with ``devices`` set to the run's device count, where the library's
+        config has that field (data-parallel training over a mesh of the devices)."""
+        names = {f.name for f in dataclasses.fields(config)}
+        if "devices" not in names:
+            if self.placement.count > 1:
+                self.reporter.log(
+                    f"this library version trains on one device; {self.placement.count} "
+                    "are assigned"
+                )
+            return config
+        return dataclasses.replace(config, devices=self.placement.count)
 
     def _start_checkpoint(self) -> Path | None:
         own = artifacts.find_checkpoint(self.run_dir, None)

@@ -25,6 +25,7 @@ from typing import Any
 
 from server.settings import Settings
 from server.store import artifacts
+from server.worker.devices import Placement
 from server.worker.reporter import RunReporter
 
 PR_SET_PDEATHSIG = 1
@@ -79,11 +80,12 @@ class StopSignal:
         self.requested = True
 
 
-def main(run_id: str, settings_json: str, slot_env: dict[str, str], conn: Connection) -> None:
-    """Entry point of the child process (see the module doc)."""
+def main(run_id: str, settings_json: str, placement: Placement, conn: Connection) -> None:
+    """Entry point of the child process (see the module doc). ``placement.env`` pins it
+    to its devices; it is applied before JAX is imported."""
     die_with_parent()
     stop = StopSignal()
-    os.environ.update(slot_env)
+    os.environ.update(placement.env)
     os.environ.setdefault("MUJOCO_GL", "egl")
     settings = Settings.model_validate_json(settings_json)
     run_dir = settings.run_dir(run_id)
@@ -92,7 +94,7 @@ def main(run_id: str, settings_json: str, slot_env: dict[str, str], conn: Connec
     try:
         from server.worker.execution import RunExecution
 
-        outcome = RunExecution(settings, run_id, reporter, stop).execute()
+        outcome = RunExecution(settings, run_id, reporter, stop, placement).execute()
     except Exception as error:
         traceback.print_exc()
         outcome = ("failed", describe_error(error))

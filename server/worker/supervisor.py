@@ -1,11 +1,11 @@
 """The worker supervisor: claims queued runs and executes each in its own child process.
 
 Host loop: every ``TICK_S`` it records the exits of finished children (their outcome, or
-the signal that killed them), starts claimed runs on free slots (one slot per device),
-and from time to time requeues the runs of workers that died. A heartbeat thread keeps the
-worker's row fresh. SIGTERM is warm: the children stop after their current jitted call,
-write a checkpoint and are requeued; a second SIGTERM (or SIGINT) is cold: they are killed
-and requeued.
+the signal that killed them), starts claimed runs on free devices (``devices.DevicePool``:
+a run asking for N devices waits queued until N are free), and from time to time
+requeues the runs of workers that died. A heartbeat thread keeps the worker's row fresh.
+SIGTERM is warm: the children stop after their current jitted call, write a checkpoint
+and are requeued; a second SIGTERM (or SIGINT) is cold: they are killed and requeued.
 """
 
 from __future__ import annotations
@@ -13,13 +13,12 @@ from __future__ import annotations
 import logging
 import multiprocessing as mp
 import os
-import shutil
 import signal
 import subprocess
 import sys
 import threading
 import time
-from dataclasses import dataclass, field
+from dataclasses import dataclass
 from multiprocessing.connection import Connection
 from typing import Any
 
@@ -29,6 +28,14 @@ from server.store.db import make_engine, make_sessionmaker, migrate
 from server.store.run_status import TransitionError
 from server.store.run_store import RunNotFound, RunStore
 from server.worker import run_process
+from server.worker.devices import (
+    Device,
+    DevicePool,
+    Placement,
+    detect_devices,
+    placement_env,
+    requested_devices,
+)
 
 log = logging.getLogger("nnx_ppo.worker")
 
@@ -38,39 +45,10 @@ WARM_STOP_TIMEOUT_S = 120.0
 LOG_TAIL_LINES = 20
 
 
-@dataclass(frozen=True)
-class Slot:
-    """Where one run process executes: a device and the environment that pins it."""
-
-    name: str
-    env: dict[str, str] = field(default_factory=dict)
-
-
-def detect_slots(workers: int | None) -> list[Slot]:
-    """One slot per GPU (``nvidia-smi -L``), or one CPU slot; ``workers`` slots when set
-    (spread over the GPUs)."""
-    gpus: list[str] = []
-    if shutil.which("nvidia-smi") and os.environ.get("CUDA_VISIBLE_DEVICES", None) != "":
-        try:
-            listing = subprocess.run(
-                ["nvidia-smi", "-L"], capture_output=True, text=True, timeout=20, check=True
-            ).stdout
-            gpus = [str(i) for i, line in enumerate(listing.splitlines()) if line.startswith("GPU")]
-        except (OSError, subprocess.SubprocessError):
-            gpus = []
-    if not gpus:
-        return [Slot(f"cpu:{i}", {}) for i in range(workers or 1)]
-    count = workers or len(gpus)
-    return [
-        Slot(f"gpu:{gpus[i % len(gpus)]}", {"CUDA_VISIBLE_DEVICES": gpus[i % len(gpus)]})
-        for i in range(count)
-    ]
-
-
 @dataclass
 class Child:
     run_id: str
-    slot: Slot
+    placement: Placement
     process: Any
     conn: Connection
     outcome: tuple[str, str | None] | None = None
@@ -84,9 +62,13 @@ def signal_name(code: int) -> str:
 
 
 class Supervisor:
-    def __init__(self, settings: Settings, slots: list[Slot] | None = None):
+    def __init__(self, settings: Settings, devices: list[Device] | None = None):
         self.settings = settings
-        self.slots = slots if slots is not None else detect_slots(settings.workers)
+        found = devices if devices is not None else detect_devices(settings.workers)
+        on_gpus = any(d.kind == "gpu" for d in found)
+        self.pool = DevicePool(
+            found, settings.runs_per_device, settings.workers if on_gpus else None
+        )
         self.engine = make_engine(settings.db_url)
         self.store = RunStore(make_sessionmaker(self.engine), settings.runs_dir)
         self.children: dict[str, Child] = {}
@@ -110,8 +92,14 @@ class Supervisor:
     # -- the loop -----------------------------------------------------------------------
 
     def run(self) -> None:
-        self.worker_id = self.store.register_worker([s.name for s in self.slots])
-        log.info("worker %s: slots %s", self.worker_id, [s.name for s in self.slots])
+        names = [d.name for d in self.pool.devices]
+        self.worker_id = self.store.register_worker(names)
+        log.info(
+            "worker %s: devices %s, %d run(s) per device",
+            self.worker_id,
+            names,
+            self.pool.runs_per_device,
+        )
         beat = threading.Event()
         threading.Thread(
             target=self._heartbeat, args=(beat,), daemon=True, name="heartbeat"
@@ -145,7 +133,7 @@ class Supervisor:
     def _probe_devices(self) -> None:
         """Asks a short-lived JAX process for the backend and devices (for health)."""
         env = dict(os.environ)
-        env.update(self.slots[0].env if self.slots else {})
+        env.update(self._placement(self.pool.devices[:1]).env)
         code = (
             "import jax; print(jax.default_backend()); "
             "print('|'.join(str(d) for d in jax.devices()))"
@@ -173,37 +161,37 @@ class Supervisor:
                 .values(backend=backend, devices=devices)
             )
 
-    def _free_slots(self) -> list[Slot]:
-        taken: dict[str, int] = {}
-        for child in self.children.values():
-            taken[child.slot.name] = taken.get(child.slot.name, 0) + 1
-        free = []
-        for slot in self.slots:
-            if taken.get(slot.name, 0) > 0:
-                taken[slot.name] -= 1
-            else:
-                free.append(slot)
-        return free
+    def _placement(self, devices: list[Device]) -> Placement:
+        env = placement_env(devices, self.settings, os.environ)
+        return Placement(tuple(d.name for d in devices), env)
 
     def _start_claimed(self) -> None:
-        for slot in self._free_slots():
-            run = self.store.claim_next(self.worker_id)
+        while (free := self.pool.free_count()) > 0:
+            run = self.store.claim_next(self.worker_id, free=free, total=len(self.pool.devices))
             if run is None:
                 return
-            self._spawn(run.id, slot)
+            devices = self.pool.assign(run.id, requested_devices(run.spec))
+            if devices is None:  # claim_next returns only runs that fit: a defect if reached
+                self._requeue(run.id, f"{requested_devices(run.spec)} devices are not free")
+                return
+            self._spawn(run.id, self._placement(devices))
 
-    def _spawn(self, run_id: str, slot: Slot) -> None:
+    def _spawn(self, run_id: str, placement: Placement) -> None:
         parent, child_end = self._ctx.Pipe(duplex=False)
         process = self._ctx.Process(
             target=run_process.main,
-            args=(run_id, self._settings_json, slot.env, child_end),
+            args=(run_id, self._settings_json, placement, child_end),
             name=f"nnx-ppo-run-{run_id}",
         )
-        process.start()
+        try:
+            process.start()
+        except BaseException:
+            self.pool.release(run_id)
+            raise
         child_end.close()
-        self.children[run_id] = Child(run_id, slot, process, parent)
+        self.children[run_id] = Child(run_id, placement, process, parent)
         self.store.set_pid(run_id, process.pid)
-        log.info("run %s started on %s (pid %s)", run_id, slot.name, process.pid)
+        log.info("run %s started on %s (pid %s)", run_id, ",".join(placement.devices), process.pid)
 
     def _reap(self) -> None:
         for run_id, child in list(self.children.items()):
@@ -213,6 +201,7 @@ class Supervisor:
             child.process.join()
             self._collect_outcome(child)
             del self.children[run_id]
+            self.pool.release(run_id)
             self._record_exit(child)
 
     @staticmethod

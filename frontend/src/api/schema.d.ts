@@ -349,6 +349,24 @@ export interface components {
             normalize_obs?: boolean | null;
         };
         /**
+         * ResourcesSpec
+         * @description What a run's process needs. The local worker assigns ``gpus`` devices to it (on a
+         *     CPU-only worker, that many host devices); an executor on a cluster would ask for the
+         *     same (Ray: ``num_gpus``, ``num_cpus``). The local worker does not reserve CPUs.
+         */
+        ResourcesSpec: {
+            /**
+             * Cpus
+             * @description CPU cores (for cluster executors).
+             */
+            cpus?: number | null;
+            /**
+             * Gpus
+             * @description Devices the run trains on, data-parallel (default 1); at most what the largest registered worker has.
+             */
+            gpus?: number | null;
+        };
+        /**
          * RunCreate
          * @description A run spec, as ``POST /api/runs`` takes it (see DESIGN.md).
          */
@@ -375,6 +393,7 @@ export interface components {
              * @default
              */
             notes?: string;
+            resources?: components["schemas"]["ResourcesSpec"] | null;
             resume_from?: components["schemas"]["CheckpointRef"] | null;
             /** Tags */
             tags?: string[];
