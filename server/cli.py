@@ -70,9 +70,11 @@ def serve(args: argparse.Namespace) -> int:
 
     from server.app import create_app
     from server.store.db import migrate
+    from server.token_file import write_token_file
 
     settings = _settings(args)
     settings.ensure_dirs()
+    write_token_file(settings.data_dir, settings.token)
     migrate(settings.db_url)
     app = create_app(settings, with_worker=not args.no_worker)
     shown = "127.0.0.1" if settings.host in ("0.0.0.0", "::") else settings.host

@@ -1,0 +1,239 @@
+"""What the service answers, as typed values (non-finite metric values decoded to floats)."""
+
+from __future__ import annotations
+
+import dataclasses
+import math
+from collections.abc import Iterator, Mapping
+from typing import Any
+
+import numpy as np
+
+TERMINAL = frozenset({"succeeded", "failed", "cancelled"})
+"""Statuses a run never leaves."""
+
+_NON_FINITE = {"NaN": math.nan, "Infinity": math.inf, "-Infinity": -math.inf}
+
+
+def decode_value(value: Any) -> float:
+    """A metric value as JSON carries it (a number, or ``"NaN"``/``"Infinity"``/
+    ``"-Infinity"``) -> float."""
+    if isinstance(value, str):
+        return _NON_FINITE[value] if value in _NON_FINITE else float(value)
+    if value is None:
+        return math.nan
+    return float(value)
+
+
+@dataclasses.dataclass(frozen=True)
+class Run:
+    """A run as ``GET /api/runs/{id}`` describes it (times in epoch seconds)."""
+
+    id: str
+    kind: str
+    name: str
+    status: str
+    spec: dict[str, Any]
+    tags: list[str]
+    notes: str
+    created_at: float
+    started_at: float | None
+    finished_at: float | None
+    steps: int
+    total_steps: int
+    latest_metrics: dict[str, float]
+    error: str | None
+    last_seq: int
+    cancel_requested: bool
+    attempts: int
+    pid: int | None
+
+    @property
+    def finished(self) -> bool:
+        """Whether the run has reached a terminal status."""
+        return self.status in TERMINAL
+
+    @classmethod
+    def from_json(cls, data: Mapping[str, Any]) -> Run:
+        return cls(
+            id=data["id"],
+            kind=data.get("kind", "ppo"),
+            name=data.get("name", ""),
+            status=data["status"],
+            spec=dict(data.get("spec") or {}),
+            tags=list(data.get("tags") or []),
+            notes=data.get("notes") or "",
+            created_at=float(data.get("created_at") or 0.0),
+            started_at=data.get("started_at"),
+            finished_at=data.get("finished_at"),
+            steps=int(data.get("steps") or 0),
+            total_steps=int(data.get("total_steps") or 0),
+            latest_metrics={
+                k: decode_value(v) for k, v in (data.get("latest_metrics") or {}).items()
+            },
+            error=data.get("error"),
+            last_seq=int(data.get("last_seq") or 0),
+            cancel_requested=bool(data.get("cancel_requested")),
+            attempts=int(data.get("attempts") or 0),
+            pid=data.get("pid"),
+        )
+
+
+@dataclasses.dataclass(frozen=True)
+class RunList:
+    """One page of runs (newest first) and how many match in all."""
+
+    items: list[Run]
+    total: int
+
+    def __iter__(self) -> Iterator[Run]:
+        return iter(self.items)
+
+    def __len__(self) -> int:
+        return len(self.items)
+
+
+@dataclasses.dataclass(frozen=True)
+class Video:
+    id: int
+    step: int
+    episode_reward: float
+    episode_length: int
+    url: str
+
+    @classmethod
+    def from_json(cls, data: Mapping[str, Any]) -> Video:
+        return cls(
+            id=int(data["id"]),
+            step=int(data["step"]),
+            episode_reward=decode_value(data.get("episode_reward")),
+            episode_length=int(data.get("episode_length") or 0),
+            url=data.get("url", ""),
+        )
+
+
+@dataclasses.dataclass(frozen=True)
+class Checkpoint:
+    step: int
+    size_bytes: int
+    created_at: float
+    url: str
+
+    @classmethod
+    def from_json(cls, data: Mapping[str, Any]) -> Checkpoint:
+        return cls(
+            step=int(data["step"]),
+            size_bytes=int(data.get("size_bytes") or 0),
+            created_at=float(data.get("created_at") or 0.0),
+            url=data.get("url", ""),
+        )
+
+
+@dataclasses.dataclass(frozen=True)
+class Env:
+    name: str
+    observation_size: int | dict[str, list[int]]
+    action_size: int
+    source: str
+
+
+@dataclasses.dataclass(frozen=True)
+class Worker:
+    id: str
+    hostname: str
+    pid: int
+    heartbeat_at: float
+    seconds_since_heartbeat: float
+    slots: list[str]
+
+
+@dataclasses.dataclass(frozen=True)
+class Health:
+    """``GET /api/health``; backend, devices and workers only when authenticated."""
+
+    status: str
+    version: str
+    jax_backend: str | None = None
+    devices: list[str] | None = None
+    workers: list[Worker] | None = None
+
+    @classmethod
+    def from_json(cls, data: Mapping[str, Any]) -> Health:
+        workers = data.get("workers")
+        return cls(
+            status=data["status"],
+            version=data.get("version", ""),
+            jax_backend=data.get("jax_backend"),
+            devices=data.get("devices"),
+            workers=None if workers is None else [_worker(w) for w in workers],
+        )
+
+
+def _worker(data: Mapping[str, Any]) -> Worker:
+    fields = {f.name for f in dataclasses.fields(Worker)}
+    return Worker(**{k: v for k, v in data.items() if k in fields})
+
+
+@dataclasses.dataclass(frozen=True)
+class Series:
+    """One metric's points, in step order: numpy arrays of equal length.
+
+    ``min``/``max`` are each point's bucket extremes when the server downsampled
+    (equal to ``value`` where nothing was merged); ``wall_time`` (epoch seconds) is
+    there when the server sent it.
+    """
+
+    step: np.ndarray
+    value: np.ndarray
+    min: np.ndarray
+    max: np.ndarray
+    wall_time: np.ndarray | None = None
+
+    def __len__(self) -> int:
+        return len(self.step)
+
+
+@dataclasses.dataclass(frozen=True)
+class Event:
+    """One event of a run's stream. ``type`` says which of the optional fields it has:
+    ``metrics`` -> ``step``, ``wall_time``, ``values``; ``status`` -> ``status``,
+    ``error``; ``video`` -> ``video``; ``checkpoint`` -> ``checkpoint``; ``log`` -> ``line``.
+    """
+
+    seq: int
+    type: str
+    time: float
+    step: int | None = None
+    wall_time: float | None = None
+    values: dict[str, float] | None = None
+    status: str | None = None
+    error: str | None = None
+    video: Video | None = None
+    checkpoint: Checkpoint | None = None
+    line: str | None = None
+    raw: dict[str, Any] = dataclasses.field(default_factory=dict, repr=False, compare=False)
+
+    @property
+    def terminal(self) -> bool:
+        """A status event with a status the run never leaves."""
+        return self.type == "status" and self.status in TERMINAL
+
+    @classmethod
+    def from_json(cls, data: Mapping[str, Any]) -> Event:
+        values = data.get("values")
+        video = data.get("video")
+        checkpoint = data.get("checkpoint")
+        return cls(
+            seq=int(data["seq"]),
+            type=str(data["type"]),
+            time=float(data.get("time") or 0.0),
+            step=data.get("step"),
+            wall_time=data.get("wall_time"),
+            values=None if values is None else {k: decode_value(v) for k, v in values.items()},
+            status=data.get("status"),
+            error=data.get("error"),
+            video=None if video is None else Video.from_json(video),
+            checkpoint=None if checkpoint is None else Checkpoint.from_json(checkpoint),
+            line=data.get("line"),
+            raw=dict(data),
+        )
