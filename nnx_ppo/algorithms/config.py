@@ -15,7 +15,7 @@ import numpy as np
 from nnx_ppo.algorithms.types import DistillationState, LoggingLevel, TrainingState
 
 
-def _require(condition: bool, field: str, value: Any, requirement: str) -> None:
+def _require(condition: Any, field: str, value: Any, requirement: str) -> None:
     if not condition:
         raise ValueError(f"{field} must be {requirement}, got {value!r}")
 
@@ -91,8 +91,10 @@ class PPOConfig:
     normalize_advantages: bool = True
     """Standardize advantages per minibatch."""
     combine_advantages: bool = False
-    """With several reward streams: sum their advantages before normalizing (True) or
-    normalize each stream's advantages, then sum (False)."""
+    """With several reward streams (a dict reward and one value head per stream): sum the
+    streams' advantages, normalize the sum and take one clipped policy loss of it (True), or
+    normalize each stream's advantages and add one clipped policy-loss term per stream
+    (False). One stream: no difference."""
     n_epochs: int = 4
     """Passes over each rollout."""
     n_minibatches: int = 4
@@ -110,6 +112,9 @@ class PPOConfig:
     anneal_learning_rate: bool = False
     """Decay the learning rate linearly to zero at ``total_steps`` (an addition to the seed
     API; off by default)."""
+    reward_scaling: float = 1.0
+    """Factor applied to every reward stream before GAE and the value loss (Brax's
+    ``reward_scaling``; an addition to the seed API). Evaluation reports unscaled rewards."""
 
     def __post_init__(self) -> None:
         _validate_optimization("ppo", self)
@@ -119,6 +124,7 @@ class PPOConfig:
         _require(_is_number(clip) and 0 < clip < 1, "ppo.clip_range", clip, "in (0, 1)")
         weight = self.critic_loss_weight
         _require(_is_number(weight) and weight >= 0, "ppo.critic_loss_weight", weight, ">= 0")
+        _positive_float("ppo", "reward_scaling", self.reward_scaling)
 
 
 def _is_number(value: Any) -> bool:
@@ -181,10 +187,13 @@ class TrainConfig:
     """Seed for environments, shuffling and (via the training state) reproducibility."""
     checkpoint_every_steps: int = 500000
     """Call ``checkpoint_fn`` each time training passes a multiple of this many env steps."""
+    stop_on_non_finite: bool = True
+    """Stop with ``NonFiniteError`` (naming the metric and the step) at the first iteration
+    whose losses are not finite, and refuse to checkpoint non-finite parameters (an addition
+    to the seed API)."""
 
     def __post_init__(self) -> None:
-        _require(isinstance(self.seed, int | np.integer), "seed", self.seed, "an integer")
-        _positive_int("config", "checkpoint_every_steps", self.checkpoint_every_steps)
+        _check_top_level(self)
 
 
 @dataclasses.dataclass(frozen=True)
@@ -230,10 +239,19 @@ class DistillationTrainConfig:
     """Random seed."""
     checkpoint_every_steps: int = 500000
     """Checkpoint schedule in env steps."""
+    stop_on_non_finite: bool = True
+    """As ``TrainConfig.stop_on_non_finite``."""
 
     def __post_init__(self) -> None:
-        _require(isinstance(self.seed, int | np.integer), "seed", self.seed, "an integer")
-        _positive_int("config", "checkpoint_every_steps", self.checkpoint_every_steps)
+        _check_top_level(self)
+
+
+def _check_top_level(config: TrainConfig | DistillationTrainConfig) -> None:
+    """Checks the fields TrainConfig and DistillationTrainConfig share."""
+    _require(isinstance(config.seed, int | np.integer), "seed", config.seed, "an integer")
+    _positive_int("config", "checkpoint_every_steps", config.checkpoint_every_steps)
+    flag = config.stop_on_non_finite
+    _require(isinstance(flag, bool), "config.stop_on_non_finite", flag, "true or false")
 
 
 @dataclasses.dataclass

@@ -8,38 +8,40 @@ The loss (``distillation_losses``) is the KL divergence from the teacher's actio
 distribution to the student's. The pure, jittable pieces are ``distillation_step`` and
 ``new_distillation_state`` (``distillation_step``) and ``distillation_loss``.
 
-The host loop is ``train_ppo``'s (``host_loop.ChunkedLoop``). The student and its
-optimizer are split once into a graph definition and a state pytree and merged inside the
-jitted call; the teacher's variables are a separate, non-donated argument of that call
-(never part of what is carried or returned).
+The host loop is ``train_ppo``'s (``host_loop.run_training``): the student and its
+optimizer travel in the loop's carry; the teacher's variables are the step's ``extra``, a
+separate, non-donated argument of the jitted call (never carried or returned).
 """
 
 from __future__ import annotations
 
-import dataclasses
 from collections.abc import Callable
 from typing import Any
 
 import jax
-import jax.numpy as jnp
 from flax import nnx
 
+from nnx_ppo.algorithms.carry import check_n_envs
 from nnx_ppo.algorithms.checkpointing import load_checkpoint, save_checkpoint
-from nnx_ppo.algorithms.config import DistillationTrainConfig, DistillationTrainResult
+from nnx_ppo.algorithms.config import DistillationTrainConfig, DistillationTrainResult, VideoData
 from nnx_ppo.algorithms.distillation_losses import distillation_loss
 from nnx_ppo.algorithms.distillation_step import (
+    distillation_iteration,
     distillation_step,
     eval_copy,
     new_distillation_state,
     unroll_distillation,
 )
-from nnx_ppo.algorithms.host_loop import ChunkedLoop, LogFn, StopFn, scan_iterations
+from nnx_ppo.algorithms.host_loop import Callbacks, LogFn, StopFn, run_training
+from nnx_ppo.algorithms.training import resolve_config, schedule_of
 from nnx_ppo.algorithms.types import DistillationState, RLEnv, TrainingState
+from nnx_ppo.algorithms.video import check_renderable
 from nnx_ppo.utils import same_shapes
 
 __all__ = [
     "as_training_state",
     "default_config",
+    "distillation_iteration",
     "distillation_loss",
     "distillation_step",
     "eval_copy",
@@ -55,20 +57,6 @@ CheckpointFn = Callable[[DistillationState, int], None]
 def default_config() -> DistillationTrainConfig:
     """Return the default distillation configuration."""
     return DistillationTrainConfig()
-
-
-def _resolve_config(
-    config: DistillationTrainConfig | None, total_steps: int | None, seed: int | None
-) -> DistillationTrainConfig:
-    config = default_config() if config is None else config
-    if not isinstance(config, DistillationTrainConfig):
-        raise ValueError(f"config must be a DistillationTrainConfig, got {type(config).__name__}")
-    if total_steps is not None:  # replace() validates the new value
-        d = dataclasses.replace(config.distillation, total_steps=total_steps)
-        config = dataclasses.replace(config, distillation=d)
-    if seed is not None:
-        config = dataclasses.replace(config, seed=seed)
-    return config
 
 
 def _check_networks(env: RLEnv, student: nnx.Module, teacher: nnx.Module) -> None:
@@ -104,12 +92,7 @@ def _check_networks(env: RLEnv, student: nnx.Module, teacher: nnx.Module) -> Non
 
 def _check_state(state: DistillationState, teacher: nnx.Module, n_envs: int) -> None:
     """``state`` must hold ``n_envs`` envs and teacher states of ``teacher``'s layout."""
-    leaves = jax.tree.leaves(state.env_states)
-    if leaves and leaves[0].shape[:1] != (n_envs,):
-        raise ValueError(
-            f"initial_state holds {leaves[0].shape[0]} envs but "
-            f"config.distillation.n_envs is {n_envs}"
-        )
+    check_n_envs(state.env_states, n_envs, "config.distillation.n_envs")
     actual = state.teacher_states
     expected = jax.eval_shape(lambda: teacher.initialize_state(n_envs))
     if not same_shapes(actual, expected):
@@ -133,6 +116,7 @@ def train_distillation(
     eval_env: RLEnv | None = None,
     initial_state: DistillationState | None = None,
     should_stop: StopFn | None = None,
+    video_fn: Callable[[VideoData], None] | None = None,
 ) -> DistillationTrainResult:
     """Distill ``teacher`` into ``student``.
 
@@ -143,8 +127,8 @@ def train_distillation(
     (``eval/...``) join that iteration's metrics. Checkpoints follow
     ``config.checkpoint_every_steps`` and the end of training. Every iteration reports
     ``losses/distillation`` (see ``distillation_losses``) and the other groups of
-    ``config.distillation.logging_level``. Video recording is not implemented
-    (``config.video`` is ignored).
+    ``config.distillation.logging_level``. With ``config.video.enabled`` and a
+    ``video_fn``, the student's deterministic episodes are recorded as in ``train_ppo``.
 
     Args:
         env: Training environment.
@@ -164,6 +148,7 @@ def train_distillation(
             optimizer are the ones trained). If None, creates a new one.
         should_stop: As in ``train_ppo``: asked after each jitted call; True stops
             training there, after a checkpoint.
+        video_fn: As in ``train_ppo``: called with the student's rendered episodes.
 
     Returns:
         ``DistillationTrainResult`` with the final state, metrics and eval history.
@@ -174,7 +159,10 @@ def train_distillation(
             different action shapes, or an ``initial_state`` with another number of envs or
             with teacher states of another teacher.
     """
-    config = _resolve_config(config, total_steps, seed)
+    config = resolve_config(config, DistillationTrainConfig, total_steps, seed)
+    video_fn = video_fn if config.video.enabled else None
+    if video_fn is not None:
+        check_renderable(eval_env or env)  # before anything is compiled
     d = config.distillation
     _check_networks(env, student if initial_state is None else initial_state.student, teacher)
     if initial_state is None:
@@ -189,10 +177,22 @@ def train_distillation(
             d.weight_decay,
         )
     _check_state(initial_state, teacher, d.n_envs)
-    loop = _HostLoop(
-        env, eval_env or env, teacher, initial_state, config, log_fn, checkpoint_fn, should_stop
+    teacher_graphdef, teacher_vars = nnx.split(teacher)
+
+    def step(state: DistillationState, teacher_state: Any) -> tuple[DistillationState, dict]:
+        return distillation_iteration(env, nnx.merge(teacher_graphdef, teacher_state), state, d)
+
+    callbacks = Callbacks(log_fn, checkpoint_fn, video_fn, should_stop)
+    schedule = schedule_of(config)
+    result = run_training(step, initial_state, teacher_vars, eval_env or env, schedule, callbacks)
+    assert isinstance(result.state, DistillationState)
+    return DistillationTrainResult(
+        training_state=result.state,
+        final_metrics=result.last_metrics,
+        eval_history=result.eval_history,
+        total_steps=result.steps,
+        total_iterations=result.iterations,
     )
-    return loop.train()
 
 
 def as_training_state(state: DistillationState) -> TrainingState:
@@ -266,102 +266,3 @@ def load_distillation_state(
         rng_key=restored.rng_key,
         steps_taken=restored.steps_taken,
     )
-
-
-def _split(s: DistillationState) -> tuple[Any, tuple[Any, ...]]:
-    """``(graphdef, carried pytrees)`` of a state; the pytrees are copies, so that donating
-    them to the jitted loop never deletes the caller's buffers."""
-    graphdef, module_state = nnx.split((s.student, s.optimizer))
-    state = (module_state, s.student_states, s.teacher_states, s.env_states, s.rng_key)
-    return graphdef, jax.tree.map(jnp.copy, (*state, s.steps_taken))
-
-
-def _unpack(graphdef: Any, state: tuple[Any, ...]) -> DistillationState:
-    module_state, student_states, teacher_states, env_states, rng_key, steps = state
-    student, optimizer = nnx.merge(graphdef, module_state)
-    return DistillationState(
-        student, student_states, teacher_states, env_states, optimizer, rng_key, steps
-    )
-
-
-def _one_iteration(env: RLEnv, graphdef: Any, teacher_graphdef: Any, step_kwargs: dict):
-    """``distillation_step`` on the carried pytrees, for ``scan_iterations``; the extra
-    argument is the teacher's variables (read only)."""
-
-    def one_iteration(state: tuple[Any, ...], teacher_vars: Any) -> tuple[tuple, dict]:
-        teacher = nnx.merge(teacher_graphdef, teacher_vars)
-        s, metrics = distillation_step(env, teacher, _unpack(graphdef, state), **step_kwargs)
-        module_state = nnx.state((s.student, s.optimizer))
-        new = (module_state, s.student_states, s.teacher_states, s.env_states, s.rng_key)
-        return (*new, s.steps_taken), metrics
-
-    return one_iteration
-
-
-class _HostLoop(ChunkedLoop):
-    """Distillation's host loop: jitted chunks of ``distillation_step``."""
-
-    def __init__(
-        self,
-        env: RLEnv,
-        eval_env: RLEnv,
-        teacher: nnx.Module,
-        initial_state: DistillationState,
-        config: DistillationTrainConfig,
-        log_fn: LogFn | None,
-        checkpoint_fn: CheckpointFn | None,
-        should_stop: StopFn | None = None,
-    ):
-        d = config.distillation
-        self.initial_state = initial_state
-        self.graphdef, self.state = _split(initial_state)
-        super().__init__(
-            total_steps=d.total_steps,
-            start_steps=int(initial_state.steps_taken),
-            steps_per_iteration=d.n_envs * d.rollout_length,
-            eval_env=eval_env,
-            eval_config=config.eval,
-            seed=config.seed,
-            logging_level=d.logging_level,
-            log_fn=log_fn,
-            checkpoint_fn=checkpoint_fn,
-            checkpoint_every_steps=config.checkpoint_every_steps,
-            should_stop=should_stop,
-        )
-        teacher_graphdef, self.teacher_vars = nnx.split(teacher)
-        step_kwargs = {
-            "n_envs": d.n_envs,
-            "rollout_length": d.rollout_length,
-            "n_epochs": d.n_epochs,
-            "n_minibatches": d.n_minibatches,
-            "logging_level": d.logging_level,
-            "logging_percentiles": d.logging_percentiles,
-        }
-        one_iteration = _one_iteration(env, self.graphdef, teacher_graphdef, step_kwargs)
-        self.train_chunk = scan_iterations(one_iteration, self.chunk_length)
-
-    def run_chunk(self, n: int) -> dict[str, Any]:
-        self.state, metrics = self.train_chunk(self.state, self.teacher_vars, jnp.asarray(n))
-        return metrics
-
-    def checkpoint_state(self, snapshot: tuple[Any, ...]) -> DistillationState:
-        return _unpack(self.graphdef, snapshot)
-
-    def train(self) -> DistillationTrainResult:
-        last_metrics, steps, iterations = self.run()
-        final = _unpack(self.graphdef, self.state)
-        # The caller's modules take the trained values (their own buffers were never donated).
-        nnx.update(
-            (self.initial_state.student, self.initial_state.optimizer),
-            nnx.state((final.student, final.optimizer)),
-        )
-        training_state = final.replace(
-            student=self.initial_state.student, optimizer=self.initial_state.optimizer
-        )
-        return DistillationTrainResult(
-            training_state=training_state,
-            final_metrics=last_metrics,
-            eval_history=self.eval_history,
-            total_steps=steps,
-            total_iterations=iterations,
-        )

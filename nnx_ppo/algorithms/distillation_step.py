@@ -13,6 +13,7 @@ from typing import Any
 import jax
 from flax import nnx
 
+from nnx_ppo.algorithms.config import DistillationConfig
 from nnx_ppo.algorithms.distillation_losses import distillation_loss
 from nnx_ppo.algorithms.metrics import compute_metrics, log_weight_stats
 from nnx_ppo.algorithms.rollout import reset_done, tree_where, truncation_flags
@@ -170,17 +171,35 @@ def distillation_step(
     logging_level: LoggingLevel = LoggingLevel.LOSSES,
     logging_percentiles: tuple[int, ...] | None = None,
 ) -> tuple[DistillationState, dict[str, jax.Array]]:
+    """One iteration: ``distillation_iteration`` with a ``DistillationConfig`` of these
+    values (the others at their defaults)."""
+    config = DistillationConfig(
+        n_envs=n_envs,
+        rollout_length=rollout_length,
+        n_epochs=n_epochs,
+        n_minibatches=n_minibatches,
+        logging_level=logging_level,
+        logging_percentiles=logging_percentiles,
+    )
+    return distillation_iteration(env, teacher, state, config)
+
+
+def distillation_iteration(
+    env: RLEnv, teacher: nnx.Module, state: DistillationState, config: DistillationConfig
+) -> tuple[DistillationState, dict[str, jax.Array]]:
     """One iteration: a student-driven rollout, ``n_epochs x n_minibatches`` updates of the
     student on ``distillation_loss``, then the student's normalizer update.
 
     Pure apart from the student module in ``state`` (traceable; ``train_distillation`` jits
-    it). The teacher runs as an eval-mode copy and is never updated: the optimizer only
-    knows the student, and the teacher's targets enter the loss as constants. Minibatches
-    split the env axis, so each keeps whole ``[T]`` sequences for the recurrent replay.
+    it with ``config`` static). The teacher runs as an eval-mode copy and is never updated:
+    the optimizer only knows the student, and the teacher's targets enter the loss as
+    constants. Minibatches split the env axis, so each keeps whole ``[T]`` sequences for the
+    recurrent replay.
 
     Returns:
         The next ``DistillationState`` and this step's scalar metrics.
     """
+    d = config
     key_unroll, key_sgd, key_next = jax.random.split(state.rng_key, 3)
     student = state.student
     start_states = state.student_states
@@ -191,30 +210,30 @@ def distillation_step(
         start_states,
         eval_copy(teacher),
         state.teacher_states,
-        rollout_length,
+        d.rollout_length,
         key_unroll,
     )
 
     def loss(module: nnx.Module, states: Any, batch: DistillationTransition) -> tuple:
-        return distillation_loss(module, states, batch, logging_level)
+        return distillation_loss(module, states, batch, d.logging_level)
 
-    sizes = (n_envs, n_epochs, n_minibatches)
+    sizes = (d.n_envs, d.n_epochs, d.n_minibatches)
     loss_metrics = optimize(
-        student, state.optimizer, start_states, rollout, key_sgd, sizes, loss, logging_level
+        student, state.optimizer, start_states, rollout, key_sgd, sizes, loss, d.logging_level
     )
     update_statistics(student, rollout.obs)
 
     metrics = compute_metrics(
-        loss_metrics, _as_transition(rollout), logging_level, logging_percentiles
+        loss_metrics, _as_transition(rollout), d.logging_level, d.logging_percentiles
     )
-    if logging_level & LoggingLevel.WEIGHTS:
-        log_weight_stats(metrics, student, logging_percentiles)
+    if d.logging_level & LoggingLevel.WEIGHTS:
+        log_weight_stats(metrics, student, d.logging_percentiles)
     new_state = state.replace(
         student_states=student_states,
         teacher_states=teacher_states,
         env_states=env_states,
         rng_key=key_next,
-        steps_taken=advance(state.steps_taken, n_envs * rollout_length),
+        steps_taken=advance(state.steps_taken, d.n_envs * d.rollout_length),
     )
     return new_state, metrics
 

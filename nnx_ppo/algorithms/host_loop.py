@@ -1,14 +1,22 @@
-"""The host loop shared by ``train_ppo`` and ``train_distillation``.
+"""The one trainer: the host loop shared by ``train_ppo`` and ``train_distillation``.
 
 Host loop (impure): it decides how many iterations can run before the next host-side event
-(evaluation, checkpoint, video, the end), runs them in one jitted call (a ``lax.scan`` over
-the pure step function), hands each iteration's metrics to ``log_fn`` in order, and performs
-the events. What it carries between calls is a tuple of plain pytrees whose first entry is
-the ``nnx.State`` of ``(policy, optimizer)``.
+(evaluation, checkpoint, video, the end), runs them in one jitted call of the chunk driver
+(``scan_iterations``: a ``lax.scan`` over a pure ``step(carry, extra) -> (carry,
+metrics)``), then, in this order: stops with ``NonFiniteError`` at the first iteration
+whose losses are not finite (after logging the iterations up to it), evaluates, hands each
+iteration's metrics to ``log_fn``, writes the checkpoint that is due, records the video
+that is due, and asks ``should_stop``. Metrics are therefore always logged before the
+checkpoint of the same iteration is written.
+
+What it carries between calls is a ``LoopCarry``; the algorithms differ only in their step
+function and in what the step reads beside the carry (``extra``: the teacher's variables
+for distillation), never in the loop.
 """
 
 from __future__ import annotations
 
+import dataclasses
 import math
 import time
 from collections.abc import Callable
@@ -16,17 +24,93 @@ from typing import Any
 
 import jax
 import jax.numpy as jnp
+import numpy as np
 from flax import nnx
 
-from nnx_ppo.algorithms.config import EvalConfig
+from nnx_ppo.algorithms.carry import State, adopt, merge_state, split_state, traced_step
+from nnx_ppo.algorithms.config import EvalConfig, VideoConfig, VideoData
 from nnx_ppo.algorithms.rollout import eval_rollout
 from nnx_ppo.algorithms.types import LoggingLevel, RLEnv
+from nnx_ppo.algorithms.video import VideoRecorder
 
 MAX_ITERATIONS_PER_CALL = 32
 """Upper bound on iterations fused into one jitted call."""
 
 LogFn = Callable[[dict[str, Any], int], None]
 StopFn = Callable[[], bool]
+CheckpointFn = Callable[[Any, int], None]
+VideoFn = Callable[[VideoData], None]
+StepFn = Callable[[Any, Any], tuple[Any, dict[str, jax.Array]]]
+"""A pure step ``step(state, extra) -> (state, metrics)``: on ``LoopCarry`` for the chunk
+driver, on the public state (``TrainingState`` / ``DistillationState``) for
+``run_training``."""
+
+
+class NonFiniteError(RuntimeError):
+    """Training produced a non-finite loss (or non-finite parameters before a checkpoint).
+
+    Attributes:
+        metric: The metric (``losses/...``) or ``"parameters"``.
+        value: The offending value (nan, inf or -inf).
+        step: The env step of the iteration it appeared in.
+    """
+
+    def __init__(self, metric: str, value: float, step: int):
+        super().__init__(
+            f"{metric} is {value} at step {step}; training stopped "
+            "(the checkpoints written before it are kept)"
+        )
+        self.metric = metric
+        self.value = value
+        self.step = step
+
+
+@dataclasses.dataclass(frozen=True)
+class Schedule:
+    """When the host loop does what.
+
+    Attributes:
+        total_steps: Train while the step count is below this.
+        steps_per_iteration: Env steps of one iteration (``n_envs * rollout_length``).
+        checkpoint_every_steps: Checkpoint when the step count passes a multiple of this.
+        eval: The evaluation schedule and size.
+        video: The video schedule (only used with a ``video_fn``).
+        seed: Seed of the evaluation and video keys.
+        logging_level: The training config's logging level (for ``THROUGHPUT``).
+        stop_on_non_finite: Raise ``NonFiniteError`` at the first non-finite loss.
+    """
+
+    total_steps: int
+    steps_per_iteration: int
+    checkpoint_every_steps: int
+    eval: EvalConfig
+    video: VideoConfig
+    seed: int
+    logging_level: LoggingLevel
+    stop_on_non_finite: bool = True
+
+
+@dataclasses.dataclass(frozen=True)
+class Callbacks:
+    """The host loop's calls out. ``checkpoint_fn`` receives the public state."""
+
+    log_fn: LogFn | None = None
+    checkpoint_fn: CheckpointFn | None = None
+    video_fn: VideoFn | None = None
+    should_stop: StopFn | None = None
+
+
+@dataclasses.dataclass
+class LoopResult:
+    """What ``run_training`` returns: the final public state (with the caller's module
+    objects, updated in place), the last iteration's metrics, the step count reached, the
+    iterations run, and every evaluation's metrics with its step."""
+
+    state: State
+    last_metrics: dict[str, Any]
+    steps: int
+    iterations: int
+    eval_history: list[dict[str, Any]]
 
 
 def iterations_until(steps: int, every: int, steps_per_iteration: int) -> int:
@@ -40,30 +124,31 @@ def passed_multiple(before: int, after: int, every: int) -> bool:
     return after // every > before // every
 
 
-def scan_iterations(one_iteration: Callable[[Any, Any], tuple[Any, dict]], length: int):
-    """Jits ``run(state, extra, n_active)``: up to ``length`` calls of ``one_iteration``.
+def scan_iterations(one_iteration: StepFn, length: int) -> Callable[..., Any]:
+    """The chunk driver: jits ``run(carry, extra, n_active)``, up to ``length`` calls of
+    ``one_iteration``.
 
-    ``one_iteration(state, extra) -> (state, metrics)`` is a pure step; ``extra`` is read
+    ``one_iteration(carry, extra) -> (carry, metrics)`` is a pure step; ``extra`` is read
     only (never donated). The first ``n_active`` iterations run (a traced count, so any count
     up to ``length`` reuses one compilation); metrics come back stacked on a leading
-    ``[length]`` axis, zeros past ``n_active``. ``state`` is donated.
+    ``[length]`` axis, zeros past ``n_active``. ``carry`` is donated.
     """
 
-    def run(state: Any, extra: Any, n_active: jax.Array) -> tuple[Any, dict]:
-        metric_shapes = jax.eval_shape(one_iteration, state, extra)[1]
+    def run(carry: Any, extra: Any, n_active: jax.Array) -> tuple[Any, dict]:
+        metric_shapes = jax.eval_shape(one_iteration, carry, extra)[1]
 
-        def skip(s: Any) -> tuple[Any, dict]:
-            return s, jax.tree.map(lambda x: jnp.zeros(x.shape, x.dtype), metric_shapes)
+        def skip(c: Any) -> tuple[Any, dict]:
+            return c, jax.tree.map(lambda x: jnp.zeros(x.shape, x.dtype), metric_shapes)
 
-        def body(s: Any, i: jax.Array) -> tuple[Any, dict]:
-            return jax.lax.cond(i < n_active, lambda s: one_iteration(s, extra), skip, s)
+        def body(c: Any, i: jax.Array) -> tuple[Any, dict]:
+            return jax.lax.cond(i < n_active, lambda c: one_iteration(c, extra), skip, c)
 
-        return jax.lax.scan(body, state, jnp.arange(length))
+        return jax.lax.scan(body, carry, jnp.arange(length))
 
     return jax.jit(run, donate_argnums=0)
 
 
-def make_evaluator(env: RLEnv, graphdef: Any, cfg: EvalConfig):
+def make_evaluator(env: RLEnv, graphdef: Any, cfg: EvalConfig) -> Callable[..., Any]:
     """Jits ``evaluate(module_state, key)``: ``eval_rollout`` of the policy in
     ``nnx.merge(graphdef, module_state)[0]`` (the state of ``(policy, optimizer)``)."""
 
@@ -82,126 +167,167 @@ def make_evaluator(env: RLEnv, graphdef: Any, cfg: EvalConfig):
     return jax.jit(evaluate)
 
 
-class ChunkedLoop:
-    """The host loop; a trainer subclasses it and fills in the hooks.
+@jax.jit
+def _all_finite(tree: Any) -> jax.Array:
+    leaves = [x for x in jax.tree.leaves(tree) if jnp.issubdtype(x.dtype, jnp.floating)]
+    return jnp.all(jnp.stack([jnp.all(jnp.isfinite(x)) for x in leaves])) if leaves else True
 
-    Subclasses set ``self.state`` (the carried pytrees) and ``self.graphdef`` before calling
-    ``__init__`` and implement ``run_chunk`` and ``checkpoint_state``; ``after_logging`` and
-    ``extra_events`` add events such as videos.
-    """
 
-    state: tuple[Any, ...]
-    graphdef: Any
+def first_non_finite(metrics: dict[str, np.ndarray], n: int) -> tuple[int, str] | None:
+    """``(iteration, key)`` of the first non-finite ``losses/*`` value among the first
+    ``n`` iterations of stacked metrics, or None."""
+    for i in range(n):
+        for key in sorted(k for k in metrics if k.startswith("losses/")):
+            if not math.isfinite(float(metrics[key][i])):
+                return i, key
+    return None
+
+
+def run_training(
+    step: StepFn,
+    initial_state: State,
+    extra: Any,
+    eval_env: RLEnv,
+    schedule: Schedule,
+    callbacks: Callbacks,
+) -> LoopResult:
+    """Trains ``initial_state`` to ``schedule.total_steps`` with ``step(state, extra) ->
+    (state, metrics)`` on public states (traced, ``extra`` read only); see the module
+    docstring for the order of events. With ``should_stop`` answering True after a jitted
+    call, training stops there, after a checkpoint of the state reached."""
+    return _HostLoop(step, initial_state, extra, eval_env, schedule, callbacks).run()
+
+
+class _HostLoop:
+    """The host loop's state between jitted calls (see ``run_training``)."""
 
     def __init__(
         self,
-        *,
-        total_steps: int,
-        start_steps: int,
-        steps_per_iteration: int,
+        step: StepFn,
+        initial_state: State,
+        extra: Any,
         eval_env: RLEnv,
-        eval_config: EvalConfig,
-        seed: int,
-        logging_level: LoggingLevel,
-        log_fn: LogFn | None,
-        checkpoint_fn: Callable[[Any, int], None] | None,
-        checkpoint_every_steps: int,
-        should_stop: StopFn | None = None,
+        schedule: Schedule,
+        callbacks: Callbacks,
     ):
-        self.total_steps = total_steps
-        self.should_stop = should_stop
-        self.last_checkpoint_step: int | None = None
-        self.start_steps = start_steps
-        self.steps_per_iteration = steps_per_iteration
-        self.eval_config = eval_config
-        self.logging_level = logging_level
-        self.log_fn = log_fn
-        self.checkpoint_fn = checkpoint_fn
-        self.checkpoint_every_steps = checkpoint_every_steps
-        iterations = max(0, math.ceil((total_steps - start_steps) / steps_per_iteration))
+        self.initial_state = initial_state
+        self.graphdef, self.carry = split_state(initial_state)
+        self.extra = extra
+        self.schedule = schedule
+        self.callbacks = callbacks
+        self.start_steps = int(initial_state.steps_taken)
+        remaining = schedule.total_steps - self.start_steps
+        iterations = max(0, math.ceil(remaining / schedule.steps_per_iteration))
         self.chunk_length = max(1, min(MAX_ITERATIONS_PER_CALL, iterations))
-        self.evaluate = make_evaluator(eval_env, self.graphdef, eval_config)
-        self.eval_key = jax.random.fold_in(jax.random.key(seed), 1)
+        self.train_chunk = scan_iterations(traced_step(self.graphdef, step), self.chunk_length)
+        self.evaluate = make_evaluator(eval_env, self.graphdef, schedule.eval)
+        self.eval_key = jax.random.fold_in(jax.random.key(schedule.seed), 1)
+        self.video_key = jax.random.fold_in(jax.random.key(schedule.seed), 2)
+        self.record_video: VideoRecorder | None = None
+        if callbacks.video_fn is not None:
+            v = schedule.video
+            self.record_video = VideoRecorder(
+                eval_env, self.graphdef, v.episode_length, v.render_kwargs
+            )
         self.eval_history: list[dict[str, Any]] = []
-
-    def run_chunk(self, n: int) -> dict[str, Any]:
-        """Runs ``n`` iterations, updating ``self.state``; returns the stacked metrics."""
-        raise NotImplementedError
-
-    def checkpoint_state(self, snapshot: tuple[Any, ...]) -> Any:
-        """The object handed to ``checkpoint_fn`` for a copy of ``self.state``."""
-        raise NotImplementedError
-
-    def extra_events(self) -> list[int]:
-        """Step intervals of the subclass's own events (chunks stop at them too)."""
-        return []
-
-    def after_logging(self, before: int, after: int) -> None:
-        """Called once a chunk's metrics went to ``log_fn``."""
+        self.last_checkpoint_step: int | None = None
 
     def events(self) -> list[int]:
         """The step intervals of every active host-side event."""
-        every = [*self.extra_events()]
-        if self.eval_config.enabled:
-            every.append(self.eval_config.every_steps)
-        if self.checkpoint_fn is not None:
-            every.append(self.checkpoint_every_steps)
+        s, every = self.schedule, []
+        if s.eval.enabled:
+            every.append(s.eval.every_steps)
+        if self.callbacks.checkpoint_fn is not None:
+            every.append(s.checkpoint_every_steps)
+        if self.record_video is not None:
+            every.append(s.video.every_steps)
         return every
 
-    def run(self) -> tuple[dict[str, Any], int, int]:
-        """Trains to ``total_steps``; returns the last metrics, the steps and iterations.
+    def chunk_size(self, steps: int) -> int:
+        """Iterations of the next jitted call: up to the next event or the end."""
+        per = self.schedule.steps_per_iteration
+        n = min(self.chunk_length, math.ceil((self.schedule.total_steps - steps) / per))
+        for every in self.events():
+            n = min(n, iterations_until(steps, every, per))
+        return n
 
-        When ``should_stop`` answers True after a jitted call (its metrics logged), training
-        stops early, after a checkpoint of the state reached (unless one was just written).
-        """
+    def run(self) -> LoopResult:
+        s, per = self.schedule, self.schedule.steps_per_iteration
         steps, iterations, last_metrics = self.start_steps, 0, {}
-        while steps < self.total_steps:
-            n = min(
-                self.chunk_length,
-                math.ceil((self.total_steps - steps) / self.steps_per_iteration),
-            )
-            for every in self.events():
-                n = min(n, iterations_until(steps, every, self.steps_per_iteration))
+        while steps < s.total_steps:
+            n = self.chunk_size(steps)
             start = time.perf_counter()
-            metrics = jax.device_get(self.run_chunk(n))
+            self.carry, stacked = self.train_chunk(self.carry, self.extra, jnp.asarray(n))
+            metrics = jax.device_get(stacked)
             seconds = time.perf_counter() - start
-            after = steps + n * self.steps_per_iteration
-            host_metrics = self.host_events(steps, after, final=after >= self.total_steps)
-            if self.logging_level & LoggingLevel.THROUGHPUT:
+            after = steps + n * per
+            bad = first_non_finite(metrics, n) if s.stop_on_non_finite else None
+            if bad is not None:
+                i, key = bad
+                self.log(metrics, i + 1, steps, {})
+                raise NonFiniteError(key, float(metrics[key][i]), steps + (i + 1) * per)
+            final = after >= s.total_steps
+            host_metrics = self.evaluation(steps, after, final)
+            if s.logging_level & LoggingLevel.THROUGHPUT:
                 host_metrics["throughput/env_steps_per_second"] = (after - steps) / seconds
                 host_metrics["throughput/seconds_per_iteration"] = seconds / n
-            for i in range(n):
-                step_metrics = {k: float(v[i]) for k, v in metrics.items()}
-                if i == n - 1:
-                    step_metrics.update(host_metrics)
-                if self.log_fn is not None:
-                    self.log_fn(step_metrics, steps + (i + 1) * self.steps_per_iteration)
-                last_metrics = step_metrics
-            self.after_logging(steps, after)
+            last_metrics = self.log(metrics, n, steps, host_metrics)
+            if final or passed_multiple(steps, after, s.checkpoint_every_steps):
+                self.save_checkpoint(after)
+            self.video(steps, after)
             steps, iterations = after, iterations + n
-            if steps < self.total_steps and self.should_stop is not None and self.should_stop():
-                if self.checkpoint_fn is not None and self.last_checkpoint_step != steps:
+            stop = self.callbacks.should_stop
+            if steps < s.total_steps and stop is not None and stop():
+                if self.last_checkpoint_step != steps:
                     self.save_checkpoint(steps)
                 break
-        return last_metrics, steps, iterations
+        final_state = adopt(self.initial_state, merge_state(self.graphdef, self.carry))
+        return LoopResult(final_state, last_metrics, steps, iterations, self.eval_history)
+
+    def log(
+        self, metrics: dict[str, Any], n: int, steps: int, host_metrics: dict[str, Any]
+    ) -> dict[str, Any]:
+        """Hands the first ``n`` iterations' metrics to ``log_fn`` (``host_metrics`` join
+        the last); returns the last iteration's."""
+        last: dict[str, Any] = {}
+        for i in range(n):
+            last = {k: float(v[i]) for k, v in metrics.items()}
+            if i == n - 1:
+                last.update(host_metrics)
+            if self.callbacks.log_fn is not None:
+                self.callbacks.log_fn(last, steps + (i + 1) * self.schedule.steps_per_iteration)
+        return last
+
+    def evaluation(self, before: int, after: int, final: bool) -> dict[str, Any]:
+        """The evaluation due at ``after`` (its metrics), or nothing."""
+        cfg = self.schedule.eval
+        if not cfg.enabled or not (final or passed_multiple(before, after, cfg.every_steps)):
+            return {}
+        key = jax.random.fold_in(self.eval_key, after)
+        evaluation = jax.device_get(self.evaluate(self.carry.modules, key))
+        out = {k: float(v) for k, v in evaluation.items()}
+        self.eval_history.append({"step": after, **out})
+        return out
 
     def save_checkpoint(self, step: int) -> None:
-        if self.checkpoint_fn is None:
+        """Hands a copy of the state at ``step`` to ``checkpoint_fn``. With the non-finite
+        guard, non-finite parameters raise ``NonFiniteError`` instead of being written."""
+        checkpoint_fn = self.callbacks.checkpoint_fn
+        if checkpoint_fn is None:
             return
-        snapshot = jax.tree.map(jnp.copy, self.state)
-        self.checkpoint_fn(self.checkpoint_state(snapshot), step)
+        if self.schedule.stop_on_non_finite and not bool(_all_finite(self.carry.modules)):
+            raise NonFiniteError("parameters", math.nan, step)
+        snapshot = jax.tree.map(jnp.copy, self.carry)
+        checkpoint_fn(merge_state(self.graphdef, snapshot), step)
         self.last_checkpoint_step = step
 
-    def host_events(self, before: int, after: int, final: bool) -> dict[str, Any]:
-        """Evaluation and checkpoint due at ``after``; returns the evaluation's metrics."""
-        out: dict[str, Any] = {}
-        cfg = self.eval_config
-        if cfg.enabled and (final or passed_multiple(before, after, cfg.every_steps)):
-            key = jax.random.fold_in(self.eval_key, after)
-            evaluation = jax.device_get(self.evaluate(self.state[0], key))
-            out = {k: float(v) for k, v in evaluation.items()}
-            self.eval_history.append({"step": after, **out})
-        every = self.checkpoint_every_steps
-        if self.checkpoint_fn is not None and (final or passed_multiple(before, after, every)):
-            self.save_checkpoint(after)
-        return out
+    def video(self, before: int, after: int) -> None:
+        """Renders and hands over the video due at ``after``, after that step's metrics went
+        to ``log_fn`` (a logger that needs increasing steps, such as W&B, gets the video at
+        ``after`` after the metrics of the steps before it)."""
+        every = self.schedule.video.every_steps
+        if self.record_video is None or not passed_multiple(before, after, every):
+            return
+        assert self.callbacks.video_fn is not None
+        key = jax.random.fold_in(self.video_key, after)
+        self.callbacks.video_fn(self.record_video(self.carry.modules, key, after))

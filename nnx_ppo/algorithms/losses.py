@@ -10,6 +10,7 @@ import jax.numpy as jnp
 from flax import nnx
 
 from nnx_ppo.algorithms.rollout import tree_where
+from nnx_ppo.algorithms.streams import check_streams, stream_names, sum_leaves
 from nnx_ppo.algorithms.types import LoggingLevel, Transition
 from nnx_ppo.networks.types import StatefulOutput
 
@@ -157,26 +158,38 @@ def ppo_loss(
     gae_lambda: float,
     critic_loss_weight: float,
     logging_level: LoggingLevel,
+    reward_scaling: float = 1.0,
 ) -> tuple[jax.Array, dict[str, jax.Array]]:
     """Clipped PPO loss of a ``[T, B]`` rollout (or minibatch of envs).
 
     The network is replayed over the rollout from ``network_state`` (its state before the
     rollout's first step), scoring the recorded actions. Advantages come from GAE on the
-    replayed values (without gradient).
+    replayed values (without gradient), on rewards times ``reward_scaling``.
+
+    Rewards may be a pytree of streams (``{"task": [T, B], "energy": [T, B]}``); the network
+    then has one value head per stream (``value_estimates`` of the same structure), each
+    stream gets its own GAE and value loss, and the policy loss follows
+    ``combine_advantages`` (see ``PPOConfig``): True sums the streams' advantages first
+    (normalized after the sum) into one clipped term; False normalizes each stream and adds
+    one clipped term per stream.
 
     Returns:
         ``(total_loss, metrics)``; ``total = actor + critic_loss_weight * critic +
-        regularization`` with ``critic = 0.5 * mean((value - target)^2)``.
+        regularization`` with ``critic`` the sum over streams of ``0.5 * mean((value -
+        target)^2)``. With several streams, ``losses/actor/<stream>`` (False) and
+        ``losses/critic/<stream>`` are reported too.
     """
     replay = _replay(networks, network_state, rollout_data)
     values, last_value, regularization = replay.values, replay.last_value, replay.regularization
+    rewards = rollout_data.rewards
+    check_streams(rewards, values)
     bootstrap = rollout_data.bootstrap_values
     if bootstrap is None:  # documented fallback of gae: the step's own value
         bootstrap = values
 
-    def advantage_of(rewards: jax.Array, v: jax.Array, last: jax.Array, boot: jax.Array) -> Any:
+    def advantage_of(reward: jax.Array, v: jax.Array, last: jax.Array, boot: jax.Array) -> Any:
         return gae(
-            rewards,
+            reward * reward_scaling,
             jax.lax.stop_gradient(v),
             jax.lax.stop_gradient(last),
             rollout_data.done,
@@ -186,26 +199,38 @@ def ppo_loss(
             jax.lax.stop_gradient(boot),
         )
 
-    results = jax.tree.map(advantage_of, rollout_data.rewards, values, last_value, bootstrap)
+    results = jax.tree.map(advantage_of, rewards, values, last_value, bootstrap)
     is_pair = lambda x: isinstance(x, tuple)  # noqa: E731
     advantages = jax.tree.map(lambda r: r[0], results, is_leaf=is_pair)
     targets = jax.tree.map(lambda r: r[1], results, is_leaf=is_pair)
-    advantage = _combine(advantages, normalize_advantages, combine_advantages)
 
     old_loglik = rollout_data.network_output.loglikelihoods
     log_ratio = replay.loglikelihoods - old_loglik
     ratio = jnp.exp(log_ratio)
     clipped = jnp.clip(ratio, 1.0 - clip_range, 1.0 + clip_range)
-    actor_loss = -jnp.mean(jnp.minimum(ratio * advantage, clipped * advantage))
+
+    def clipped_objective(advantage: jax.Array) -> jax.Array:
+        return -jnp.mean(jnp.minimum(ratio * advantage, clipped * advantage))
+
+    actor_terms = {
+        name: clipped_objective(a)
+        for name, a in policy_advantages(advantages, normalize_advantages, combine_advantages)
+    }
+    actor_loss = sum_leaves(list(actor_terms.values()))
     critic_losses = jax.tree.map(lambda v, t: 0.5 * jnp.mean(jnp.square(v - t)), values, targets)
-    critic_loss = sum(jax.tree.leaves(critic_losses))
+    critic_loss = sum_leaves(jax.tree.leaves(critic_losses))
     total = actor_loss + critic_loss_weight * critic_loss + regularization
-    metrics = {
+    metrics: dict[str, jax.Array] = {
         "losses/total": total,
         "losses/actor": actor_loss,
         "losses/critic": critic_loss,
         "losses/regularization": regularization,
     }
+    named_critic = stream_names(critic_losses)
+    if len(named_critic) > 1:
+        metrics.update({f"losses/critic/{n}": c for n, c in named_critic})
+        if len(actor_terms) > 1:
+            metrics.update({f"losses/actor/{n}": a for n, a in actor_terms.items()})
     if logging_level & LoggingLevel.CRITIC_EXTRA:
         flat_v, flat_t = jax.tree.leaves(values)[0], jax.tree.leaves(targets)[0]
         residual = jnp.var(flat_t - flat_v) / jnp.maximum(jnp.var(flat_t), 1e-8)
@@ -220,13 +245,19 @@ def ppo_loss(
     return total, metrics
 
 
-def _combine(advantages: Any, normalize: bool, combine_first: bool) -> jax.Array:
-    """Sums the advantages of all reward streams, normalizing before or after the sum."""
+def policy_advantages(
+    advantages: Any, normalize: bool, combine_first: bool
+) -> list[tuple[str, jax.Array]]:
+    """The advantages the policy loss is taken of, one ``(name, [T, B])`` per clipped term.
+
+    ``combine_first``: the streams' sum, standardized after summing (one term, named
+    ``""``). Otherwise each stream standardized on its own, one term per stream.
+    """
 
     def standardize(a: jax.Array) -> jax.Array:
         return (a - jnp.mean(a)) / (jnp.std(a) + 1e-8) if normalize else a
 
-    leaves = jax.tree.leaves(advantages)
-    if combine_first:
-        return standardize(sum(leaves))
-    return sum(standardize(a) for a in leaves)
+    named = stream_names(advantages)
+    if combine_first or len(named) == 1:
+        return [("", standardize(sum_leaves([a for _, a in named])))]
+    return [(name, standardize(a)) for name, a in named]

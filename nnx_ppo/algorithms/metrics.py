@@ -13,6 +13,7 @@ import jax.numpy as jnp
 from flax import nnx
 from jaxtyping import PyTree
 
+from nnx_ppo.algorithms.streams import stream_names
 from nnx_ppo.algorithms.types import LoggingLevel, Transition
 
 _LOSS_PREFIXES = {
@@ -59,9 +60,9 @@ def compute_metrics(
         if group is None or logging_level & group:
             metrics[key] = value
     if logging_level & LoggingLevel.ROLLOUT_STATS:
-        for i, reward in enumerate(jax.tree.leaves(rollout_data.rewards)):
-            suffix = "" if i == 0 else f"_{i}"
-            metrics.update(describe(f"rollout/reward{suffix}", reward, percentile_levels))
+        for name, reward in stream_names(rollout_data.rewards):
+            key = f"rollout/reward/{name}" if name else "rollout/reward"
+            metrics.update(describe(key, reward, percentile_levels))
         metrics["rollout/done_fraction"] = jnp.mean(rollout_data.done)
         metrics["rollout/truncated_fraction"] = jnp.mean(rollout_data.truncated)
         output = rollout_data.network_output

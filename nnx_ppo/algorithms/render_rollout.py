@@ -15,6 +15,7 @@ import jax.numpy as jnp
 import numpy as np
 from flax import nnx
 
+from nnx_ppo.algorithms.streams import sum_leaves
 from nnx_ppo.algorithms.types import RLEnv
 
 _SLIM_FIELDS = ("qpos", "qvel", "time", "mocap_pos", "mocap_quat", "xfrc_applied")
@@ -111,7 +112,7 @@ def eval_rollout_for_render_scan(
         obs = jax.tree.map(lambda x: x[None], env_s.obs)
         out = m(net_s, obs)
         stepped = env.step(env_s, out.output.actions[0])
-        total = total + jnp.where(done, 0.0, stepped.reward)
+        total = total + jnp.where(done, 0.0, sum_leaves(jax.tree.leaves(stepped.reward)))
         next_env_s = _where(done, env_s, stepped)
         done = jnp.logical_or(done, stepped.done > 0.5)
         return (nnx.state(m), next_env_s, out.next_state, done, total), slim_state(env_s)

@@ -20,6 +20,7 @@ from nnx_ppo.algorithms.render_rollout import (
     eval_rollout_for_render_scan as eval_rollout_for_render_scan,
 )
 from nnx_ppo.algorithms.render_rollout import unstack_trajectory as unstack_trajectory
+from nnx_ppo.algorithms.streams import stream_names, sum_leaves
 from nnx_ppo.algorithms.types import LoggingLevel, RLEnv, Transition
 
 
@@ -102,17 +103,19 @@ def single_transition(
 
 def _bootstrap_values(
     networks: nnx.Module, network_state: Any, next_obs: Any, truncated: jax.Array
-) -> jax.Array:
-    """Value of ``next_obs`` where ``truncated`` (else 0); computed only when needed."""
+) -> Any:
+    """Value of ``next_obs`` where ``truncated`` (else 0), one per value head; computed only
+    when some env was truncated."""
     graphdef, state = nnx.split(networks)
 
-    def evaluate(module_state: Any) -> jax.Array:
+    def evaluate(module_state: Any) -> Any:
         copy = nnx.merge(graphdef, module_state)  # a throw-away copy: its RNG use is discarded
         values = copy(network_state, next_obs).output.value_estimates
-        return jnp.where(truncated, values, 0.0)
+        return jax.tree.map(lambda v: jnp.where(truncated, v, 0.0), values)
 
-    zeros = jnp.zeros(truncated.shape, jnp.float32)
-    return jax.lax.cond(jnp.any(truncated), evaluate, lambda _: zeros, state)
+    shapes = jax.eval_shape(evaluate, state)
+    zeros = lambda _: jax.tree.map(lambda s: jnp.zeros(s.shape, s.dtype), shapes)  # noqa: E731
+    return jax.lax.cond(jnp.any(truncated), evaluate, zeros, state)
 
 
 def unroll_env(
@@ -163,7 +166,9 @@ def eval_rollout(
     Returns:
         ``eval/episode_reward`` and ``eval/episode_length`` (means), plus either
         ``eval/episode_reward_std`` or ``eval/episode_reward_p{q}`` per percentile, and
-        ``eval/env/{metric}`` (mean over live steps) with ``LoggingLevel.ENV_METRICS``.
+        ``eval/env/{metric}`` (mean over live steps) with ``LoggingLevel.ENV_METRICS``. With
+        several reward streams, ``eval/episode_reward`` is their sum and
+        ``eval/episode_reward/{stream}`` each stream's mean.
     """
     graphdef, state = nnx.split(networks)
     module = nnx.merge(graphdef, state)
@@ -174,24 +179,29 @@ def eval_rollout(
     network_state = module.initialize_state(n_envs)
     zeros = jnp.zeros((n_envs,), jnp.float32)
     env_sums = _env_metric_sums(env_state, n_envs, logging_level)
+    stream_sums = jax.tree.map(lambda _: zeros, env_state.reward)
 
     def body(carry: tuple[Any, ...], _: Any) -> tuple[tuple[Any, ...], None]:
-        module_state, env_s, net_s, done, reward, length, sums = carry
+        module_state, env_s, net_s, done, streams, length, sums = carry
         m = nnx.merge(graphdef, module_state)
         out = m(net_s, env_s.obs)
         env_s = jax.vmap(env.step)(env_s, out.output.actions)
         live = jnp.logical_not(done)
-        reward = reward + jnp.where(live, env_s.reward, 0.0)
+        streams = jax.tree.map(lambda r, x: r + jnp.where(live, x, 0.0), streams, env_s.reward)
         length = length + live
         sums = {k: v + jnp.where(live, env_s.metrics[k], 0.0) for k, v in sums.items()}
         done = jnp.logical_or(done, env_s.done > 0.5)
-        return (nnx.state(m), env_s, out.next_state, done, reward, length, sums), None
+        return (nnx.state(m), env_s, out.next_state, done, streams, length, sums), None
 
-    init = (state, env_state, network_state, zeros > 1.0, zeros, zeros, env_sums)
+    init = (state, env_state, network_state, zeros > 1.0, stream_sums, zeros, env_sums)
     final, _ = jax.lax.scan(body, init, None, length=max_episode_length)
-    _, _, _, _, reward, length, sums = final
+    _, _, _, _, streams, length, sums = final
+    reward = sum_leaves(jax.tree.leaves(streams))
     metrics = {"eval/episode_reward": jnp.mean(reward), "eval/episode_length": jnp.mean(length)}
     metrics.update(_spread("eval/episode_reward", reward, logging_percentiles))
+    named = stream_names(streams)
+    if len(named) > 1:
+        metrics.update({f"eval/episode_reward/{name}": jnp.mean(r) for name, r in named})
     for name, total in sums.items():
         metrics[f"eval/env/{name}"] = jnp.sum(total) / jnp.maximum(jnp.sum(length), 1.0)
     return metrics

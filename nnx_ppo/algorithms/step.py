@@ -10,6 +10,7 @@ import jax.numpy as jnp
 import optax
 from flax import nnx
 
+from nnx_ppo.algorithms.config import PPOConfig
 from nnx_ppo.algorithms.losses import ppo_loss
 from nnx_ppo.algorithms.metrics import compute_metrics, log_weight_stats
 from nnx_ppo.algorithms.rollout import unroll_env
@@ -177,28 +178,61 @@ def ppo_step(
     logging_level: LoggingLevel = LoggingLevel.LOSSES,
     logging_percentiles: tuple[int, ...] | None = None,
 ) -> tuple[TrainingState, dict[str, jax.Array]]:
+    """One PPO iteration (the seed's signature): ``ppo_iteration`` with a ``PPOConfig`` of
+    these values (the others at their defaults)."""
+    config = PPOConfig(
+        n_envs=n_envs,
+        rollout_length=rollout_length,
+        gae_lambda=gae_lambda,
+        discounting_factor=discounting_factor,
+        clip_range=clip_range,
+        normalize_advantages=normalize_advantages,
+        combine_advantages=combine_advantages,
+        n_epochs=n_epochs,
+        n_minibatches=n_minibatches,
+        critic_loss_weight=critic_loss_weight,
+        logging_level=logging_level,
+        logging_percentiles=logging_percentiles,
+    )
+    return ppo_iteration(env, training_state, config)
+
+
+def ppo_iteration(
+    env: RLEnv, training_state: TrainingState, config: PPOConfig
+) -> tuple[TrainingState, dict[str, jax.Array]]:
     """One PPO iteration: a rollout, ``n_epochs x n_minibatches`` updates, normalizer update.
 
-    Pure apart from the modules it is given (traceable; ``train_ppo`` jits it). Minibatches
-    split the env axis, so each keeps whole ``[T]`` sequences for the recurrent replay.
+    Pure apart from the modules it is given (traceable; ``train_ppo`` jits it with
+    ``config`` static). Minibatches split the env axis, so each keeps whole ``[T]``
+    sequences for the recurrent replay.
 
     Returns:
         The next ``TrainingState`` and this step's scalar metrics.
     """
+    p = config
     key_unroll, key_sgd, key_next = jax.random.split(training_state.rng_key, 3)
     networks = training_state.networks
     start_states = training_state.network_states
     env_states, network_states, rollout = unroll_env(
-        env, training_state.env_states, networks, start_states, rollout_length, key_unroll
+        env, training_state.env_states, networks, start_states, p.rollout_length, key_unroll
     )
 
-    loss_args = (clip_range, normalize_advantages, combine_advantages, discounting_factor)
-    loss_args += (gae_lambda, critic_loss_weight, logging_level)
-
     def loss(module: nnx.Module, states: Any, batch: Transition) -> tuple[jax.Array, dict]:
-        return ppo_loss(module, states, batch, *loss_args)
+        return ppo_loss(
+            module,
+            states,
+            batch,
+            p.clip_range,
+            p.normalize_advantages,
+            p.combine_advantages,
+            p.discounting_factor,
+            p.gae_lambda,
+            p.critic_loss_weight,
+            p.logging_level,
+            reward_scaling=p.reward_scaling,
+        )
 
-    sizes = (n_envs, n_epochs, n_minibatches)
+    sizes = (p.n_envs, p.n_epochs, p.n_minibatches)
     loss_metrics = optimize(
         networks,
         training_state.optimizer,
@@ -207,17 +241,17 @@ def ppo_step(
         key_sgd,
         sizes,
         loss,
-        logging_level,
+        p.logging_level,
     )
     update_statistics(networks, rollout.obs)
 
-    metrics = compute_metrics(loss_metrics, rollout, logging_level, logging_percentiles)
-    if logging_level & LoggingLevel.WEIGHTS:
-        log_weight_stats(metrics, networks, logging_percentiles)
+    metrics = compute_metrics(loss_metrics, rollout, p.logging_level, p.logging_percentiles)
+    if p.logging_level & LoggingLevel.WEIGHTS:
+        log_weight_stats(metrics, networks, p.logging_percentiles)
     new_state = training_state.replace(
         network_states=network_states,
         env_states=env_states,
         rng_key=key_next,
-        steps_taken=advance(training_state.steps_taken, n_envs * rollout_length),
+        steps_taken=advance(training_state.steps_taken, p.n_envs * p.rollout_length),
     )
     return new_state, metrics

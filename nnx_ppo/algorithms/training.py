@@ -1,34 +1,43 @@
-"""``train_ppo``: PPO's host loop (see ``host_loop``) around the pure ``ppo_step``.
-
-The jitted call follows the functional NNX pattern: the networks and optimizer are split
-once into a graph definition and a state pytree, merged inside.
-"""
+"""``train_ppo``: the one host loop (``host_loop.run_training``) around the pure
+``ppo_iteration``, with the PPO config static in the jitted step."""
 
 from __future__ import annotations
 
 import dataclasses
 import math
 from collections.abc import Callable
-from typing import Any
+from typing import Any, TypeVar
 
 import jax
-import jax.numpy as jnp
 from flax import nnx
 
-from nnx_ppo.algorithms.config import TrainConfig, TrainResult, VideoData
+from nnx_ppo.algorithms.carry import check_n_envs
+from nnx_ppo.algorithms.config import DistillationTrainConfig, TrainConfig, TrainResult, VideoData
+from nnx_ppo.algorithms.host_loop import MAX_ITERATIONS_PER_CALL as MAX_ITERATIONS_PER_CALL
 from nnx_ppo.algorithms.host_loop import (
-    MAX_ITERATIONS_PER_CALL as MAX_ITERATIONS_PER_CALL,
-)
-from nnx_ppo.algorithms.host_loop import (
-    ChunkedLoop,
+    Callbacks,
     LogFn,
+    NonFiniteError,
+    Schedule,
     StopFn,
-    passed_multiple,
-    scan_iterations,
+    run_training,
 )
-from nnx_ppo.algorithms.step import new_training_state, ppo_step
+from nnx_ppo.algorithms.step import new_training_state, ppo_iteration
+from nnx_ppo.algorithms.streams import check_streams
 from nnx_ppo.algorithms.types import RLEnv, TrainingState
-from nnx_ppo.algorithms.video import VideoRecorder, check_renderable
+from nnx_ppo.algorithms.video import check_renderable
+
+__all__ = [
+    "MAX_ITERATIONS_PER_CALL",
+    "NonFiniteError",
+    "check_compatible",
+    "default_config",
+    "resolve_config",
+    "train_ppo",
+    "training_state_for",
+]
+
+AnyConfig = TypeVar("AnyConfig", TrainConfig, DistillationTrainConfig)
 
 
 def default_config() -> TrainConfig:
@@ -36,48 +45,36 @@ def default_config() -> TrainConfig:
     return TrainConfig()
 
 
-def _resolve_config(
-    config: TrainConfig | None, total_steps: int | None, seed: int | None
-) -> TrainConfig:
-    config = default_config() if config is None else config
-    if not isinstance(config, TrainConfig):
-        raise ValueError(f"config must be a TrainConfig, got {type(config).__name__}")
+def resolve_config(
+    config: AnyConfig | None, kind: type[AnyConfig], total_steps: int | None, seed: int | None
+) -> AnyConfig:
+    """``config`` (the default ``kind()`` when None) with the convenience overrides of
+    ``train_ppo``/``train_distillation`` applied; ``replace`` validates the new values."""
+    config = kind() if config is None else config
+    if not isinstance(config, kind):
+        raise ValueError(f"config must be a {kind.__name__}, got {type(config).__name__}")
     if total_steps is not None:
-        config = dataclasses.replace(
-            config, ppo=dataclasses.replace(config.ppo, total_steps=total_steps)
-        )
+        section = "ppo" if kind is TrainConfig else "distillation"
+        inner = dataclasses.replace(getattr(config, section), total_steps=total_steps)
+        config = dataclasses.replace(config, **{section: inner})
     if seed is not None:
         config = dataclasses.replace(config, seed=seed)
     return config
 
 
-def _split(ts: TrainingState) -> tuple[Any, tuple[Any, ...]]:
-    """``(graphdef, carried pytrees)`` of a training state; the pytrees are copies, so that
-    donating them to the jitted loop never deletes the caller's buffers."""
-    graphdef, module_state = nnx.split((ts.networks, ts.optimizer))
-    state = (module_state, ts.network_states, ts.env_states, ts.rng_key, ts.steps_taken)
-    return graphdef, jax.tree.map(jnp.copy, state)
-
-
-def _merge(graphdef: Any, state: tuple[Any, ...]) -> TrainingState:
-    """The ``TrainingState`` (with new module objects) of carried pytrees."""
-    module_state, network_states, env_states, rng_key, steps = state
-    networks, optimizer = nnx.merge(graphdef, module_state)
-    return TrainingState(networks, network_states, env_states, optimizer, rng_key, steps)
-
-
-def _one_iteration(env: RLEnv, graphdef: Any, step_kwargs: dict[str, Any]):
-    """``ppo_step`` on the carried pytrees, for ``scan_iterations``."""
-
-    def one_iteration(state: tuple[Any, ...], _: Any) -> tuple[tuple[Any, ...], dict]:
-        module_state, network_states, env_states, rng_key, steps = state
-        networks, optimizer = nnx.merge(graphdef, module_state)
-        ts = TrainingState(networks, network_states, env_states, optimizer, rng_key, steps)
-        ts, metrics = ppo_step(env, ts, **step_kwargs)
-        module_state = nnx.state((ts.networks, ts.optimizer))
-        return (module_state, ts.network_states, ts.env_states, ts.rng_key, ts.steps_taken), metrics
-
-    return one_iteration
+def schedule_of(config: TrainConfig | DistillationTrainConfig) -> Schedule:
+    """The host loop's schedule of a training config."""
+    inner = config.ppo if isinstance(config, TrainConfig) else config.distillation
+    return Schedule(
+        total_steps=inner.total_steps,
+        steps_per_iteration=inner.n_envs * inner.rollout_length,
+        checkpoint_every_steps=config.checkpoint_every_steps,
+        eval=config.eval,
+        video=config.video,
+        seed=config.seed,
+        logging_level=inner.logging_level,
+        stop_on_non_finite=config.stop_on_non_finite,
+    )
 
 
 def train_ppo(
@@ -126,7 +123,7 @@ def train_ppo(
     Returns:
         TrainResult containing final TrainingState, metrics, and eval history.
     """
-    config = _resolve_config(config, total_steps, seed)
+    config = resolve_config(config, TrainConfig, total_steps, seed)
     video_fn = video_fn if config.video.enabled else None
     if video_fn is not None:
         check_renderable(eval_env or env)  # before anything is compiled
@@ -134,11 +131,23 @@ def train_ppo(
     if initial_state is None:
         check_compatible(env, networks)
         initial_state = training_state_for(env, networks, config)
-    _check_batch(initial_state, p.n_envs)
-    loop = _HostLoop(
-        env, eval_env or env, initial_state, config, log_fn, checkpoint_fn, video_fn, should_stop
+    check_n_envs(initial_state.env_states, p.n_envs, "config.ppo.n_envs")
+
+    def step(state: TrainingState, _: Any) -> tuple[TrainingState, dict[str, jax.Array]]:
+        return ppo_iteration(env, state, p)
+
+    callbacks = Callbacks(log_fn, checkpoint_fn, video_fn, should_stop)
+    result = run_training(
+        step, initial_state, None, eval_env or env, schedule_of(config), callbacks
     )
-    return loop.train()
+    assert isinstance(result.state, TrainingState)
+    return TrainResult(
+        training_state=result.state,
+        final_metrics=result.last_metrics,
+        eval_history=result.eval_history,
+        total_steps=result.steps,
+        total_iterations=result.iterations,
+    )
 
 
 def training_state_for(env: RLEnv, networks: nnx.Module, config: TrainConfig) -> TrainingState:
@@ -161,129 +170,34 @@ def training_state_for(env: RLEnv, networks: nnx.Module, config: TrainConfig) ->
 
 
 def check_compatible(env: RLEnv, networks: nnx.Module) -> None:
-    """Raises ValueError unless ``networks`` accepts ``env``'s observations and returns
-    actions of its size. Works on shapes only (``jax.eval_shape``): nothing is compiled."""
-    obs = jax.eval_shape(env.reset, jax.random.key(0)).obs
-    batch = jax.tree.map(lambda s: jax.ShapeDtypeStruct((2, *s.shape), s.dtype), obs)
+    """Raises ValueError unless ``networks`` accepts ``env``'s observations, returns actions
+    of its size and has one value head per reward stream of the env. Works on shapes only
+    (``jax.eval_shape``): nothing is compiled."""
+    action_size = getattr(env, "action_size", None)
+    if action_size is not None and not isinstance(action_size, int):
+        raise ValueError(
+            f"the env expects actions of structure {action_size!r}, but the tanh-normal "
+            "sampler produces one flat action vector: wrap the env so that it takes a flat "
+            "[action_size] array and splits it"
+        )
+    first = jax.eval_shape(env.reset, jax.random.key(0))
+    batch = jax.tree.map(lambda s: jax.ShapeDtypeStruct((2, *s.shape), s.dtype), first.obs)
     graphdef, state = nnx.split(networks)
 
-    def act(module_state: Any, observations: Any) -> jax.Array:
+    def call(module_state: Any, observations: Any) -> Any:
         module = nnx.merge(graphdef, module_state)
-        return module(module.initialize_state(2), observations).output.actions
+        return module(module.initialize_state(2), observations).output
 
-    shapes = jax.tree.map(lambda s: s.shape, obs)
+    shapes = jax.tree.map(lambda s: s.shape, first.obs)
     try:
-        actions = jax.eval_shape(act, state, batch)
+        output = jax.eval_shape(call, state, batch)
     except (TypeError, ValueError, KeyError) as error:
         raise ValueError(
             f"the network does not accept this env's observations {shapes}: {error}"
         ) from None
-    action_size = getattr(env, "action_size", None)
+    actions = output.actions
     if action_size is not None and actions.shape[-1] != action_size:
         raise ValueError(
             f"the network's actions have size {actions.shape[-1]}, the env's {action_size}"
         )
-
-
-def _check_batch(ts: TrainingState, n_envs: int) -> None:
-    leaves = jax.tree.leaves(ts.env_states)
-    if leaves and leaves[0].shape[:1] != (n_envs,):
-        raise ValueError(
-            f"initial_state holds {leaves[0].shape[0]} envs but config.ppo.n_envs is {n_envs}"
-        )
-
-
-class _HostLoop(ChunkedLoop):
-    """PPO's host loop: jitted chunks of ``ppo_step`` with eval, checkpoints and videos."""
-
-    def __init__(
-        self,
-        env: RLEnv,
-        eval_env: RLEnv,
-        initial_state: TrainingState,
-        config: TrainConfig,
-        log_fn: LogFn | None,
-        checkpoint_fn: Callable[[TrainingState, int], None] | None,
-        video_fn: Callable[[VideoData], None] | None = None,
-        should_stop: StopFn | None = None,
-    ):
-        p = config.ppo
-        self.config = config
-        self.initial_state = initial_state
-        self.graphdef, self.state = _split(initial_state)
-        super().__init__(
-            total_steps=p.total_steps,
-            start_steps=int(initial_state.steps_taken),
-            steps_per_iteration=p.n_envs * p.rollout_length,
-            eval_env=eval_env,
-            eval_config=config.eval,
-            seed=config.seed,
-            logging_level=p.logging_level,
-            log_fn=log_fn,
-            checkpoint_fn=checkpoint_fn,
-            checkpoint_every_steps=config.checkpoint_every_steps,
-            should_stop=should_stop,
-        )
-        step_kwargs = {
-            "n_envs": p.n_envs,
-            "rollout_length": p.rollout_length,
-            "gae_lambda": p.gae_lambda,
-            "discounting_factor": p.discounting_factor,
-            "clip_range": p.clip_range,
-            "normalize_advantages": p.normalize_advantages,
-            "combine_advantages": p.combine_advantages,
-            "n_epochs": p.n_epochs,
-            "n_minibatches": p.n_minibatches,
-            "critic_loss_weight": p.critic_loss_weight,
-            "logging_level": p.logging_level,
-            "logging_percentiles": p.logging_percentiles,
-        }
-        one_iteration = _one_iteration(env, self.graphdef, step_kwargs)
-        self.train_chunk = scan_iterations(one_iteration, self.chunk_length)
-        self.video_fn = video_fn
-        if video_fn is not None:
-            v = config.video
-            self.record_video = VideoRecorder(
-                eval_env, self.graphdef, v.episode_length, v.render_kwargs
-            )
-            self.video_key = jax.random.fold_in(jax.random.key(config.seed), 2)
-
-    def run_chunk(self, n: int) -> dict[str, Any]:
-        self.state, metrics = self.train_chunk(self.state, None, jnp.asarray(n))
-        return metrics
-
-    def checkpoint_state(self, snapshot: tuple[Any, ...]) -> TrainingState:
-        return _merge(self.graphdef, snapshot)
-
-    def extra_events(self) -> list[int]:
-        return [self.config.video.every_steps] if self.video_fn is not None else []
-
-    def after_logging(self, before: int, after: int) -> None:
-        """Renders and hands over a video when one is due at ``after``.
-
-        Runs after the chunk's metrics went to ``log_fn``, so a logger that needs increasing
-        steps (W&B) gets the video at ``after`` after the metrics of the steps before it.
-        """
-        every = self.config.video.every_steps
-        if self.video_fn is not None and passed_multiple(before, after, every):
-            key = jax.random.fold_in(self.video_key, after)
-            self.video_fn(self.record_video(self.state[0], key, after))
-
-    def train(self) -> TrainResult:
-        last_metrics, steps, iterations = self.run()
-        final = _merge(self.graphdef, self.state)
-        # The caller's modules take the trained values (their own buffers were never donated).
-        nnx.update(
-            (self.initial_state.networks, self.initial_state.optimizer),
-            nnx.state((final.networks, final.optimizer)),
-        )
-        training_state = final.replace(
-            networks=self.initial_state.networks, optimizer=self.initial_state.optimizer
-        )
-        return TrainResult(
-            training_state=training_state,
-            final_metrics=last_metrics,
-            eval_history=self.eval_history,
-            total_steps=steps,
-            total_iterations=iterations,
-        )
+    check_streams(first.reward, output.value_estimates)

@@ -23,7 +23,7 @@ import pytest
 from flax import nnx
 
 from nnx_ppo import envs
-from nnx_ppo.algorithms import training
+from nnx_ppo.algorithms import host_loop, training
 from nnx_ppo.algorithms.config import EvalConfig, PPOConfig, TrainConfig, VideoConfig, VideoData
 from nnx_ppo.algorithms.render_rollout import eval_rollout_for_render_scan
 from nnx_ppo.algorithms.training import train_ppo
@@ -211,7 +211,7 @@ def train_with_video(monkeypatch, config=CONFIG, eval_length=4, **kwargs) -> Vid
             super().__init__(*args, **kw)
             recorders.append(self)
 
-    monkeypatch.setattr(training, "VideoRecorder", SpyRecorder)
+    monkeypatch.setattr(host_loop, "VideoRecorder", SpyRecorder)
     videos, events = [], []
 
     def video_fn(video: VideoData) -> None:
