@@ -13,6 +13,7 @@ from nnx_ppo.envs.builtin import (
     PointReach,
     PointReachData,
     PointReachDict,
+    PointReachEnergy,
 )
 from nnx_ppo.envs.loading import available_envs, describe, load
 from nnx_ppo.envs.state import State
@@ -27,6 +28,7 @@ __all__ = [
     "PointReach",
     "PointReachData",
     "PointReachDict",
+    "PointReachEnergy",
     "State",
     "available_envs",
     "describe",

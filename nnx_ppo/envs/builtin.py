@@ -185,6 +185,46 @@ class PointReachDict(PointReach):
         return {"state": (4,), "target": (2,)}
 
 
+class PointReachEnergy(PointReach):
+    """``PointReach`` with two reward streams, to exercise pytree rewards.
+
+    Reward: ``{"task": exp(-distance / reward_scale), "energy": -energy_cost * |a|^2}``,
+    where ``a`` is the action after clipping to [-1, 1] (so ``energy`` is in
+    ``[-2 * energy_cost, 0]``). Their sum is best served by reaching the target with
+    small accelerations. Dynamics, observation, metrics and the other arguments are
+    ``PointReach``'s; ``metrics`` also has ``energy`` (the stream's value).
+
+    Args:
+        energy_cost: Weight of the squared action norm, >= 0.
+        **kwargs: ``PointReach``'s arguments.
+    """
+
+
+    def __init__(self, *, energy_cost: float = 0.1, **kwargs: Any):
+        super().__init__(**kwargs)
+        self.energy_cost = _require_float(
+            "energy_cost", energy_cost, 0.0, math.inf, low_inclusive=True
+        )
+
+    def reset(self, rng: jax.Array) -> State:
+        """``PointReach.reset`` with a zero reward in each stream."""
+        state = super().reset(rng)
+        zero = jnp.zeros((), jnp.float32)
+        return state.replace(
+            reward={"energy": zero, "task": zero}, metrics={**state.metrics, "energy": zero}
+        )
+
+    def step(self, state: State, action: jax.Array) -> State:
+        """``PointReach.step``; the reward is split into ``task`` and ``energy``."""
+        stepped = super().step(state.replace(reward=jnp.zeros((), jnp.float32)), action)
+        clipped = jnp.clip(action.astype(jnp.float32), -1.0, 1.0)
+        energy = -self.energy_cost * jnp.sum(jnp.square(clipped))
+        return stepped.replace(
+            reward={"energy": energy, "task": stepped.reward},
+            metrics={**stepped.metrics, "energy": energy},
+        )
+
+
 @struct.dataclass
 class MemoryCueData:
     """Internal state of ``MemoryCue``.
@@ -274,6 +314,7 @@ class MemoryCue(BuiltinEnv):
 BUILTIN_ENVS: dict[str, type[BuiltinEnv]] = {
     "PointReach": PointReach,
     "PointReachDict": PointReachDict,
+    "PointReachEnergy": PointReachEnergy,
     "MemoryCue": MemoryCue,
 }
 """Built-in envs by the name ``nnx_ppo.envs.load`` knows them under."""

@@ -77,7 +77,9 @@ def describe(name: str) -> dict[str, Any]:
     Returns:
         ``{"name", "observation_size", "action_size", "source"}``, where
         ``observation_size`` is an int or, for dict observations, a dict of shape tuples, and
-        ``source`` is ``"builtin"`` or ``"playground"``.
+        ``source`` is ``"builtin"`` or ``"playground"``; plus ``"reward_streams"`` (the
+        names, for ``reward_streams=`` of the network factories) for an env whose reward
+        is a dict.
 
     Raises:
         ValueError: If ``name`` is unknown.
@@ -88,12 +90,25 @@ def describe(name: str) -> dict[str, Any]:
     else:
         env = load(name)
         source = "playground"
-    return {
+    entry = {
         "name": name,
         "observation_size": env.observation_size,
         "action_size": int(env.action_size),
         "source": source,
     }
+    streams = reward_streams(env)
+    if streams is not None:
+        entry["reward_streams"] = list(streams)
+    return entry
+
+
+def reward_streams(env: Any) -> tuple[str, ...] | None:
+    """The names of ``env``'s reward streams when its reward is a dict, else None (from
+    the shapes of its ``reset``: nothing is compiled)."""
+    reward = jax.eval_shape(env.reset, jax.random.key(0)).reward
+    if not isinstance(reward, dict):
+        return None
+    return tuple(sorted(reward))
 
 
 def _load_builtin(name: str, overrides: dict[str, Any]) -> EpisodeWrapper:

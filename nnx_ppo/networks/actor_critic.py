@@ -27,6 +27,9 @@ class PPONetwork(StatefulModule):
         sampler: Turns distribution parameters into actions.
         normalizer: Observation normalizer; None flattens observations unchanged.
         obs_shapes: Observation shapes, needed to flatten when there is no normalizer.
+        value_streams: Names of the reward streams, for a critic with one output per
+            stream (``[B, K]``): ``value_estimates`` is then ``{name: [B]}``. None: the critic
+            has one output and ``value_estimates`` is ``[B]``.
     """
 
     def __init__(
@@ -36,7 +39,9 @@ class PPONetwork(StatefulModule):
         sampler: TanhNormalSampler,
         normalizer: Normalizer | None,
         obs_shapes: Any,
+        value_streams: tuple[str, ...] | None = None,
     ):
+        self.value_streams = value_streams
         self.actor = actor
         self.critic = critic
         self.sampler = sampler
@@ -75,13 +80,20 @@ class PPONetwork(StatefulModule):
             actions=sample.output["actions"],
             raw_actions=sample.output["raw_actions"],
             loglikelihoods=sample.output["loglikelihoods"],
-            value_estimates=critic_out.output[..., 0],
+            value_estimates=self.value_heads(critic_out.output),
             regularization_loss=reg,
             metrics=metrics,
             distribution_params={"loc": sample.output["loc"], "scale": sample.output["scale"]},
         )
         next_state = {"actor": actor_out.next_state, "critic": critic_out.next_state}
         return StatefulOutput(next_state, output, reg, metrics, sample.rollout_extras)
+
+    def value_heads(self, values: jax.Array) -> Any:
+        """The critic's ``[B, K]`` output as ``value_estimates``: ``[B]``, or one ``[B]``
+        per reward stream."""
+        if self.value_streams is None:
+            return values[..., 0]
+        return {name: values[..., i] for i, name in enumerate(self.value_streams)}
 
     def act(self, state: dict[str, Any], obs: Any) -> StatefulOutput:
         """A call for acting in a rollout: the critic runs only when it keeps state.
@@ -101,7 +113,9 @@ class PPONetwork(StatefulModule):
             actions=sample.output["actions"],
             raw_actions=sample.output["raw_actions"],
             loglikelihoods=sample.output["loglikelihoods"],
-            value_estimates=jnp.zeros(sample.output["loglikelihoods"].shape),
+            value_estimates=self.value_heads(
+                jnp.zeros((*sample.output["loglikelihoods"].shape, len(self.value_streams or "v")))
+            ),
             regularization_loss=reg,
             metrics=metrics,
             distribution_params={"loc": sample.output["loc"], "scale": sample.output["scale"]},

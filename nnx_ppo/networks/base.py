@@ -59,13 +59,3 @@ class StatefulModule(nnx.Module):
 def zero_loss() -> jax.Array:
     """A scalar zero regularization loss."""
     return jnp.zeros((), jnp.float32)
-
-
-def reset_where(done: jax.Array, initial: Any, state: Any) -> Any:
-    """Replaces the state of the envs where ``done`` ([B] bool) by ``initial``."""
-
-    def select(init_leaf: jax.Array, leaf: jax.Array) -> jax.Array:
-        mask = done.reshape(done.shape + (1,) * (leaf.ndim - done.ndim))
-        return jnp.where(mask, init_leaf, leaf)
-
-    return jax.tree.map(select, initial, state)

@@ -70,6 +70,7 @@ def make_mlp_actor_critic(
     activation: str = "swish",
     entropy_weight: float = 1e-2,
     min_std: float = 1e-3,
+    reward_streams: Sequence[str] | None = None,
 ) -> PPONetwork:
     """A feed-forward actor-critic: separate MLPs for the policy and the value.
 
@@ -84,6 +85,8 @@ def make_mlp_actor_critic(
         activation: Hidden activation name (``swish``, ``relu``, ``tanh``, ``elu``, ``gelu``).
         entropy_weight: Weight of the policy's entropy bonus.
         min_std: Floor of the policy's standard deviation.
+        reward_streams: Names of the env's reward streams when its reward is a dict: one
+            value head each (``value_estimates`` is then a dict). None: one value.
     """
     obs_size = _check_obs_size(obs_size)
     action_size = _check_action_size(action_size)
@@ -96,9 +99,10 @@ def make_mlp_actor_critic(
         activation=activation,
         last_layer_scale=0.01,
     )
-    critic = MLP((n_in, *critic_hidden, 1), rngs=rngs, activation=activation)
+    streams = _check_streams(reward_streams)
+    critic = MLP((n_in, *critic_hidden, len(streams or (0,))), rngs=rngs, activation=activation)
     return _assemble(
-        obs_size, action_size, actor, critic, rngs, normalize_obs, entropy_weight, min_std
+        obs_size, action_size, actor, critic, rngs, normalize_obs, entropy_weight, min_std, streams
     )
 
 
@@ -114,6 +118,7 @@ def make_lstm_actor_critic(
     activation: str = "swish",
     entropy_weight: float = 1e-2,
     min_std: float = 1e-3,
+    reward_streams: Sequence[str] | None = None,
 ) -> PPONetwork:
     """A recurrent actor-critic: policy and value each read an LSTM of their own.
 
@@ -131,6 +136,8 @@ def make_lstm_actor_critic(
         activation: Hidden activation name.
         entropy_weight: Weight of the policy's entropy bonus.
         min_std: Floor of the policy's standard deviation.
+        reward_streams: Names of the env's reward streams when its reward is a dict: one
+            value head each (``value_estimates`` is then a dict). None: one value.
     """
     obs_size = _check_obs_size(obs_size)
     action_size = _check_action_size(action_size)
@@ -148,12 +155,13 @@ def make_lstm_actor_critic(
             last_layer_scale=0.01,
         ),
     )
+    streams = _check_streams(reward_streams)
     critic = Sequential(
         LSTM(n_in, lstm_size, rngs=rngs),
-        MLP((lstm_size, *critic_hidden, 1), rngs=rngs, activation=activation),
+        MLP((lstm_size, *critic_hidden, len(streams or (0,))), rngs=rngs, activation=activation),
     )
     return _assemble(
-        obs_size, action_size, actor, critic, rngs, normalize_obs, entropy_weight, min_std
+        obs_size, action_size, actor, critic, rngs, normalize_obs, entropy_weight, min_std, streams
     )
 
 
@@ -166,9 +174,25 @@ def _assemble(
     normalize_obs: bool,
     entropy_weight: float,
     min_std: float,
+    reward_streams: tuple[str, ...] | None = None,
 ) -> PPONetwork:
     sampler = TanhNormalSampler(
         action_size, rngs=rngs, entropy_weight=entropy_weight, min_std=min_std
     )
     normalizer = Normalizer(obs_size) if normalize_obs else None
-    return PPONetwork(actor, critic, sampler, normalizer, obs_shapes(obs_size))
+    return PPONetwork(
+        actor, critic, sampler, normalizer, obs_shapes(obs_size), value_streams=reward_streams
+    )
+
+
+def _check_streams(streams: Sequence[str] | None) -> tuple[str, ...] | None:
+    """``reward_streams`` as a tuple of distinct non-empty names (None stays None)."""
+    if streams is None:
+        return None
+    ok = not isinstance(streams, str) and all(isinstance(n, str) and n for n in streams)
+    names = tuple(streams) if ok else ()
+    if not names or len(set(names)) != len(names):
+        raise ValueError(
+            f"reward_streams must be None or a list of distinct stream names, got {streams!r}"
+        )
+    return names
