@@ -14,6 +14,7 @@ from flax import nnx
 
 from nnx_ppo.algorithms.config import EvalConfig, PPOConfig, TrainConfig
 from nnx_ppo.networks import factories
+from nnx_ppo.networks.base import StatefulModule
 
 
 @dataclasses.dataclass(frozen=True)
@@ -32,14 +33,14 @@ class Preset:
     network: dict[str, Any]
     config: TrainConfig
 
-    def make_networks(self, obs_size: Any, action_size: int, seed: int) -> nnx.Module:
+    def make_networks(self, obs_size: Any, action_size: int, seed: int) -> StatefulModule:
         """Builds this preset's network for an env with these sizes."""
         return make_networks(self.network, obs_size, action_size, seed)
 
 
 def make_networks(
     network: dict[str, Any], obs_size: Any, action_size: int, seed: int
-) -> nnx.Module:
+) -> StatefulModule:
     """Builds a network from a spec ``{"kind": "mlp" | "lstm", **factory fields}``."""
     fields = dict(network)
     kind = fields.pop("kind", "mlp")

@@ -23,6 +23,7 @@ def enable_compilation_cache(directory: str | pathlib.Path) -> None:
 
 def same_shapes(a: Any, b: Any) -> bool:
     """Whether two pytrees (of arrays or shape structs) have one structure and leaf shapes."""
-    return jax.tree.structure(a) == jax.tree.structure(b) and all(
+    same_tree = jax.tree.structure(a) == jax.tree.structure(b)  # type: ignore[operator]
+    return same_tree and all(
         x.shape == y.shape for x, y in zip(jax.tree.leaves(a), jax.tree.leaves(b), strict=True)
     )

@@ -39,6 +39,11 @@ class NetworkSpec(BaseModel):
     activation: str | None = Field(default=None, max_length=32)
     entropy_weight: float | None = Field(default=None, ge=0, allow_inf_nan=False)
     min_std: float | None = Field(default=None, gt=0, allow_inf_nan=False)
+    reward_streams: list[str] | None = Field(
+        default=None,
+        max_length=16,
+        description="One value head per reward stream of a dict reward; default: the env's.",
+    )
 
     @field_validator("actor_hidden_sizes", "critic_hidden_sizes")
     @classmethod

@@ -9,6 +9,7 @@ import jax.numpy as jnp
 from flax import nnx
 
 from nnx_ppo.algorithms.types import RLEnv
+from nnx_ppo.networks.base import StatefulModule
 from nnx_ppo.networks.recording import activations_from_metrics, with_recording
 
 
@@ -18,7 +19,7 @@ def _require_positive_int(name: str, value: Any) -> None:
 
 
 def record_activations_rollout(
-    env: RLEnv, networks: nnx.Module, n_envs: int, max_episode_length: int, key: jax.Array
+    env: RLEnv, networks: StatefulModule, n_envs: int, max_episode_length: int, key: jax.Array
 ) -> tuple[dict[str, jax.Array], jax.Array]:
     """Rolls out one deterministic episode per env and returns per-step unit activations.
 
@@ -52,7 +53,7 @@ def record_activations_rollout(
     """
     _require_positive_int("n_envs", n_envs)
     _require_positive_int("max_episode_length", max_episode_length)
-    recorder = with_recording(networks)
+    recorder: Any = with_recording(networks)
     recorder.eval()
     graphdef, state = nnx.split(recorder)
     key_reset, _ = jax.random.split(key)
@@ -61,7 +62,7 @@ def record_activations_rollout(
 
     def body(carry: tuple[Any, ...], _: Any) -> tuple[tuple[Any, ...], tuple[Any, jax.Array]]:
         module_state, env_s, net_s, done = carry
-        m = nnx.merge(graphdef, module_state)
+        m: Any = nnx.merge(graphdef, module_state)
         out = m(net_s, env_s.obs)
         env_s = jax.vmap(env.step)(env_s, out.output.actions)
         next_done = jnp.logical_or(done, env_s.done > 0.5)

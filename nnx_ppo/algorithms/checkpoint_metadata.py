@@ -222,12 +222,12 @@ def decode(node: Any, path: str) -> Any:
             return jnp.asarray(data)
         return jax.random.wrap_key_data(jnp.asarray(data), impl=expect(node[1], str, path))
     if kind == "numpy":
-        value = expect(node[1], np.ndarray | np.generic, path)
+        value = expect(node[1], (np.ndarray, np.generic), path)
         if value.dtype.hasobject:
             raise ValueError(f"malformed checkpoint metadata: {path} holds objects")
         return value
     if kind == "scalar":
-        return expect(node[1], bool | int | float | str, path)
+        return expect(node[1], (bool, int, float, str), path)
     if kind == "dict":
         return {k: decode(v, f"{path}/{k}") for k, v in expect(node[1], tuple, path)}
     if kind in ("tuple", "list"):

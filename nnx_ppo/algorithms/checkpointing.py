@@ -211,6 +211,37 @@ def load_checkpoint(path: str, networks: Any, optimizer: nnx.Optimizer) -> dict[
     return {"training_state": training_state, "step": meta["step"], "config": meta["config"]}
 
 
+def checkpoint_misfits(path: str, networks: Any, n_envs: int) -> dict[str, str]:
+    """What stops resuming from the checkpoint at ``path`` with ``networks`` and ``n_envs``
+    envs (an addition to the seed API), without loading its arrays: ``{"network": why}``
+    when the stored variables differ from the network's (names and shapes), ``{"n_envs":
+    why}`` when it holds another number of envs. Empty when it fits.
+
+    Raises:
+        FileNotFoundError: If ``path`` is not a checkpoint directory.
+        ValueError: If its metadata is malformed.
+    """
+    path = os.path.abspath(os.fspath(path))
+    for entry in (_NETWORKS, _OPTIMIZER, _METADATA):
+        if not os.path.exists(os.path.join(path, entry)):
+            raise FileNotFoundError(f"{path} is not a checkpoint: {entry} is missing")
+    problems: dict[str, str] = {}
+    _, net_arrays = nnx.state(networks, _is_key_variable, ...)
+    try:
+        _check_layout(os.path.join(path, _NETWORKS), nnx.to_pure_dict(net_arrays), "network")
+    except ValueError as error:
+        problems["network"] = str(error)
+    meta = read_metadata(os.path.join(path, _METADATA))
+    try:
+        leaves = jax.tree.leaves(decode(meta["env_states"], "env_states"))
+    except (IndexError, KeyError, TypeError) as e:
+        raise ValueError(f"malformed checkpoint metadata in {path}: {e!r}") from e
+    stored = int(np.shape(leaves[0])[0]) if leaves else n_envs
+    if stored != n_envs:
+        problems["n_envs"] = f"the checkpoint holds {stored} envs, not {n_envs}"
+    return problems
+
+
 def load_networks(path: str, networks: Any) -> int:
     """Loads only the network of a checkpoint saved by ``make_checkpoint_fn``.
 

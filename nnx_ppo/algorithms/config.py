@@ -94,7 +94,8 @@ class PPOConfig:
     """With several reward streams (a dict reward and one value head per stream): sum the
     streams' advantages, normalize the sum and take one clipped policy loss of it (True), or
     normalize each stream's advantages and add one clipped policy-loss term per stream
-    (False). One stream: no difference."""
+    (False; with ``normalize_advantages`` every stream then weighs the same, whatever the
+    scale of its rewards). One stream: no difference."""
     n_epochs: int = 4
     """Passes over each rollout."""
     n_minibatches: int = 4

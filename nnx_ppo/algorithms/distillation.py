@@ -36,6 +36,7 @@ from nnx_ppo.algorithms.host_loop import Callbacks, LogFn, StopFn, run_training
 from nnx_ppo.algorithms.training import resolve_config, schedule_of
 from nnx_ppo.algorithms.types import DistillationState, RLEnv, TrainingState
 from nnx_ppo.algorithms.video import check_renderable
+from nnx_ppo.networks.base import StatefulModule
 from nnx_ppo.utils import same_shapes
 
 __all__ = [
@@ -59,18 +60,18 @@ def default_config() -> DistillationTrainConfig:
     return DistillationTrainConfig()
 
 
-def _check_networks(env: RLEnv, student: nnx.Module, teacher: nnx.Module) -> None:
+def _check_networks(env: RLEnv, student: StatefulModule, teacher: StatefulModule) -> None:
     """Shape-checks both networks on the env's observation (traced, nothing compiled)."""
     if student is teacher:
         raise ValueError("teacher and student must be different modules (teacher is student)")
     obs = jax.eval_shape(lambda key: env.reset(key).obs, jax.random.key(0))
     obs = jax.tree.map(lambda x: jax.ShapeDtypeStruct((1, *x.shape), x.dtype), obs)
 
-    def distribution_shapes(module: nnx.Module, name: str) -> tuple[Any, Any]:
+    def distribution_shapes(module: StatefulModule, name: str) -> tuple[Any, Any]:
         graphdef, variables = nnx.split(module)
 
         def call(v: Any, o: Any) -> Any:
-            m = nnx.merge(graphdef, v)
+            m: Any = nnx.merge(graphdef, v)
             return m(m.initialize_state(1), o).output.distribution_params
 
         params = jax.eval_shape(call, variables, obs)
@@ -90,7 +91,7 @@ def _check_networks(env: RLEnv, student: nnx.Module, teacher: nnx.Module) -> Non
         )
 
 
-def _check_state(state: DistillationState, teacher: nnx.Module, n_envs: int) -> None:
+def _check_state(state: DistillationState, teacher: StatefulModule, n_envs: int) -> None:
     """``state`` must hold ``n_envs`` envs and teacher states of ``teacher``'s layout."""
     check_n_envs(state.env_states, n_envs, "config.distillation.n_envs")
     actual = state.teacher_states
@@ -105,8 +106,8 @@ def _check_state(state: DistillationState, teacher: nnx.Module, n_envs: int) -> 
 
 def train_distillation(
     env: RLEnv,
-    student: nnx.Module,
-    teacher: nnx.Module,
+    student: StatefulModule,
+    teacher: StatefulModule,
     config: DistillationTrainConfig | None = None,
     *,
     total_steps: int | None = None,
@@ -232,8 +233,8 @@ def make_distillation_checkpoint_fn(directory: str) -> CheckpointFn:
 def load_distillation_state(
     path: str,
     env: RLEnv,
-    student: nnx.Module,
-    teacher: nnx.Module,
+    student: StatefulModule,
+    teacher: StatefulModule,
     config: DistillationTrainConfig,
 ) -> DistillationState:
     """A ``DistillationState`` to resume from a ``make_distillation_checkpoint_fn``

@@ -26,10 +26,10 @@ from typing import Any, NamedTuple
 
 import jax
 import jax.numpy as jnp
-from flax import nnx
 
 from nnx_ppo.algorithms.losses import replay_scan
 from nnx_ppo.algorithms.types import DistillationTransition, LoggingLevel
+from nnx_ppo.networks.base import StatefulModule
 
 
 class StudentReplay(NamedTuple):
@@ -73,7 +73,7 @@ def _distribution(output: Any) -> tuple[jax.Array, jax.Array]:
 
 
 def replay_student(
-    student: nnx.Module, student_state: Any, data: DistillationTransition
+    student: StatefulModule, student_state: Any, data: DistillationTransition
 ) -> StudentReplay:
     """Runs the student over a rollout again, resetting its state where episodes ended.
 
@@ -111,7 +111,7 @@ def replay_student(
 
 
 def distillation_loss(
-    student: nnx.Module,
+    student: StatefulModule,
     student_state: Any,
     rollout_data: DistillationTransition,
     logging_level: LoggingLevel = LoggingLevel.LOSSES,

@@ -26,21 +26,22 @@ from nnx_ppo.algorithms.types import (
     Transition,
 )
 from nnx_ppo.networks.actor_critic import update_statistics
+from nnx_ppo.networks.base import StatefulModule
 from nnx_ppo.networks.types import StatefulOutput
 
 
-def eval_copy(module: nnx.Module) -> nnx.Module:
+def eval_copy(module: StatefulModule) -> StatefulModule:
     """A copy of ``module`` in eval mode (deterministic sampler); ``module`` is unchanged."""
     graphdef, state = nnx.split(module)
-    copy = nnx.merge(graphdef, state)
+    copy: Any = nnx.merge(graphdef, state)
     copy.eval()
     return copy
 
 
 def new_distillation_state(
     env: RLEnv,
-    student: nnx.Module,
-    teacher: nnx.Module,
+    student: StatefulModule,
+    teacher: StatefulModule,
     n_envs: int,
     seed: int,
     learning_rate: float = 0.0001,
@@ -66,15 +67,15 @@ def new_distillation_state(
     )
 
 
-def _act(module: nnx.Module, state: Any, obs: Any) -> StatefulOutput:
+def _act(module: StatefulModule, state: Any, obs: Any) -> StatefulOutput:
     act = getattr(module, "act", None)  # PPONetwork skips work that acting does not need
     return act(state, obs) if act else module(state, obs)
 
 
 def distillation_transition(
     env: RLEnv,
-    student: nnx.Module,
-    teacher: nnx.Module,
+    student: StatefulModule,
+    teacher: StatefulModule,
     carry: tuple[Any, Any, Any],
     rng_key_for_env_reset: jax.Array,
 ) -> tuple[tuple[Any, Any, Any], DistillationTransition]:
@@ -127,9 +128,9 @@ def distillation_transition(
 def unroll_distillation(
     env: RLEnv,
     env_state: Any,
-    student: nnx.Module,
+    student: StatefulModule,
     student_state: Any,
-    teacher: nnx.Module,
+    teacher: StatefulModule,
     teacher_state: Any,
     unroll_length: int,
     rng_key_for_env_reset: jax.Array,
@@ -149,8 +150,8 @@ def unroll_distillation(
 
     def body(carry: tuple[Any, ...], key: jax.Array) -> tuple[tuple[Any, ...], Any]:
         s_vars, t_vars, states = carry
-        s_module = nnx.merge(student_graphdef, s_vars)
-        t_module = nnx.merge(teacher_graphdef, t_vars)
+        s_module: Any = nnx.merge(student_graphdef, s_vars)
+        t_module: Any = nnx.merge(teacher_graphdef, t_vars)
         states, transition = distillation_transition(env, s_module, t_module, states, key)
         return (nnx.state(s_module), nnx.state(t_module), states), transition
 
@@ -162,7 +163,7 @@ def unroll_distillation(
 
 def distillation_step(
     env: RLEnv,
-    teacher: nnx.Module,
+    teacher: StatefulModule,
     state: DistillationState,
     n_envs: int,
     rollout_length: int,
@@ -185,7 +186,7 @@ def distillation_step(
 
 
 def distillation_iteration(
-    env: RLEnv, teacher: nnx.Module, state: DistillationState, config: DistillationConfig
+    env: RLEnv, teacher: StatefulModule, state: DistillationState, config: DistillationConfig
 ) -> tuple[DistillationState, dict[str, jax.Array]]:
     """One iteration: a student-driven rollout, ``n_epochs x n_minibatches`` updates of the
     student on ``distillation_loss``, then the student's normalizer update.
@@ -214,7 +215,7 @@ def distillation_iteration(
         key_unroll,
     )
 
-    def loss(module: nnx.Module, states: Any, batch: DistillationTransition) -> tuple:
+    def loss(module: StatefulModule, states: Any, batch: DistillationTransition) -> tuple:
         return distillation_loss(module, states, batch, d.logging_level)
 
     sizes = (d.n_envs, d.n_epochs, d.n_minibatches)

@@ -170,7 +170,7 @@ def make_evaluator(env: RLEnv, graphdef: Any, cfg: EvalConfig) -> Callable[..., 
 @jax.jit
 def _all_finite(tree: Any) -> jax.Array:
     leaves = [x for x in jax.tree.leaves(tree) if jnp.issubdtype(x.dtype, jnp.floating)]
-    return jnp.all(jnp.stack([jnp.all(jnp.isfinite(x)) for x in leaves])) if leaves else True
+    return jnp.all(jnp.stack([jnp.all(jnp.isfinite(x)) for x in leaves] or [jnp.array(True)]))
 
 
 def first_non_finite(metrics: dict[str, np.ndarray], n: int) -> tuple[int, str] | None:

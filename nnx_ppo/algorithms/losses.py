@@ -12,6 +12,7 @@ from flax import nnx
 from nnx_ppo.algorithms.rollout import tree_where
 from nnx_ppo.algorithms.streams import check_streams, stream_names, sum_leaves
 from nnx_ppo.algorithms.types import LoggingLevel, Transition
+from nnx_ppo.networks.base import StatefulModule
 from nnx_ppo.networks.types import StatefulOutput
 
 
@@ -83,7 +84,7 @@ class Replay(NamedTuple):
     regularization: jax.Array
 
 
-def _replay(networks: nnx.Module, network_state: Any, data: Transition) -> Replay:
+def _replay(networks: StatefulModule, network_state: Any, data: Transition) -> Replay:
     """Runs the network over a rollout again, resetting state where episodes ended."""
     n_steps = data.done.shape[0]
     last_obs = jax.tree.map(lambda x: x[-1], data.next_obs)
@@ -121,7 +122,7 @@ def _replay(networks: nnx.Module, network_state: Any, data: Transition) -> Repla
 
 
 def replay_scan(
-    networks: nnx.Module,
+    networks: StatefulModule,
     network_state: Any,
     obs: Any,
     rollout_extras: Any,
@@ -137,7 +138,7 @@ def replay_scan(
     def body(carry: tuple[Any, Any], x: tuple[Any, Any, jax.Array]) -> tuple[Any, Any]:
         mod_state, state = carry
         step_obs, extras, reset = x
-        module = nnx.merge(graphdef, mod_state)
+        module: Any = nnx.merge(graphdef, mod_state)
         state = tree_where(reset, module.reset_state(state), state)
         out = module(state, step_obs, extras)
         return (nnx.state(module), out.next_state), select(out)
@@ -148,7 +149,7 @@ def replay_scan(
 
 
 def ppo_loss(
-    networks: nnx.Module,
+    networks: StatefulModule,
     network_state: Any,
     rollout_data: Transition,
     clip_range: float,

@@ -17,6 +17,7 @@ from flax import nnx
 
 from nnx_ppo.algorithms.streams import sum_leaves
 from nnx_ppo.algorithms.types import RLEnv
+from nnx_ppo.networks.base import StatefulModule
 
 _SLIM_FIELDS = ("qpos", "qvel", "time", "mocap_pos", "mocap_quat", "xfrc_applied")
 
@@ -59,7 +60,7 @@ def _where(cond: jax.Array, on_true: Any, on_false: Any) -> Any:
 
 
 def eval_rollout_for_render_scan(
-    env: RLEnv, networks: nnx.Module, max_episode_length: int, key: jax.Array
+    env: RLEnv, networks: StatefulModule, max_episode_length: int, key: jax.Array
 ) -> tuple[SlimState, SlimState, jax.Array]:
     """JIT-compatible scan-based rollout of one deterministic episode in a single env.
 
@@ -99,7 +100,7 @@ def eval_rollout_for_render_scan(
     if not is_int or max_episode_length <= 0:
         raise ValueError(f"max_episode_length must be a positive int, got {max_episode_length!r}")
     graphdef, state = nnx.split(networks)
-    module = nnx.merge(graphdef, state)  # a copy: eval() must not reach the caller's module
+    module: Any = nnx.merge(graphdef, state)  # a copy: eval() must not reach the caller's module
     module.eval()
     graphdef, state = nnx.split(module)
     key_reset, _ = jax.random.split(key)
@@ -108,7 +109,7 @@ def eval_rollout_for_render_scan(
 
     def body(carry: tuple[Any, ...], _: Any) -> tuple[tuple[Any, ...], SlimState]:
         module_state, env_s, net_s, done, total = carry
-        m = nnx.merge(graphdef, module_state)
+        m: Any = nnx.merge(graphdef, module_state)
         obs = jax.tree.map(lambda x: x[None], env_s.obs)
         out = m(net_s, obs)
         stepped = env.step(env_s, out.output.actions[0])

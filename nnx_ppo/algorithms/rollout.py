@@ -22,6 +22,7 @@ from nnx_ppo.algorithms.render_rollout import (
 from nnx_ppo.algorithms.render_rollout import unstack_trajectory as unstack_trajectory
 from nnx_ppo.algorithms.streams import stream_names, sum_leaves
 from nnx_ppo.algorithms.types import LoggingLevel, RLEnv, Transition
+from nnx_ppo.networks.base import StatefulModule
 
 
 def tree_where(cond: jax.Array, on_true: Any, on_false: Any) -> Any:
@@ -61,7 +62,7 @@ def reset_done(env: RLEnv, env_state: Any, done: jax.Array, key: jax.Array) -> A
 
 
 def single_transition(
-    env: RLEnv, networks: nnx.Module, carry: tuple[Any, Any], rng_keys_for_env_reset: jax.Array
+    env: RLEnv, networks: StatefulModule, carry: tuple[Any, Any], rng_keys_for_env_reset: jax.Array
 ) -> tuple[tuple[Any, Any], Transition]:
     """One batched env step: act, step, record, then reset what ended.
 
@@ -102,7 +103,7 @@ def single_transition(
 
 
 def _bootstrap_values(
-    networks: nnx.Module, network_state: Any, next_obs: Any, truncated: jax.Array
+    networks: StatefulModule, network_state: Any, next_obs: Any, truncated: jax.Array
 ) -> Any:
     """Value of ``next_obs`` where ``truncated`` (else 0), one per value head; computed only
     when some env was truncated."""
@@ -121,7 +122,7 @@ def _bootstrap_values(
 def unroll_env(
     env: RLEnv,
     env_state: Any,
-    networks: nnx.Module,
+    networks: StatefulModule,
     network_state: Any,
     unroll_length: int,
     rng_key_for_env_reset: jax.Array,
@@ -137,7 +138,7 @@ def unroll_env(
 
     def body(carry: tuple[Any, Any, Any], key: jax.Array) -> tuple[Any, Transition]:
         module_state, env_s, net_s = carry
-        module = nnx.merge(graphdef, module_state)
+        module: Any = nnx.merge(graphdef, module_state)
         (env_s, net_s), transition = single_transition(env, module, (env_s, net_s), key)
         return (nnx.state(module), env_s, net_s), transition
 
@@ -150,7 +151,7 @@ def unroll_env(
 
 def eval_rollout(
     env: RLEnv,
-    networks: nnx.Module,
+    networks: StatefulModule,
     n_envs: int,
     max_episode_length: int,
     key: jax.Array,
@@ -171,7 +172,7 @@ def eval_rollout(
         ``eval/episode_reward/{stream}`` each stream's mean.
     """
     graphdef, state = nnx.split(networks)
-    module = nnx.merge(graphdef, state)
+    module: Any = nnx.merge(graphdef, state)
     module.eval()
     graphdef, state = nnx.split(module)
     key_reset, _ = jax.random.split(key)
@@ -183,7 +184,7 @@ def eval_rollout(
 
     def body(carry: tuple[Any, ...], _: Any) -> tuple[tuple[Any, ...], None]:
         module_state, env_s, net_s, done, streams, length, sums = carry
-        m = nnx.merge(graphdef, module_state)
+        m: Any = nnx.merge(graphdef, module_state)
         out = m(net_s, env_s.obs)
         env_s = jax.vmap(env.step)(env_s, out.output.actions)
         live = jnp.logical_not(done)

@@ -16,6 +16,7 @@ from nnx_ppo.algorithms.metrics import compute_metrics, log_weight_stats
 from nnx_ppo.algorithms.rollout import unroll_env
 from nnx_ppo.algorithms.types import LoggingLevel, RLEnv, TrainingState, Transition
 from nnx_ppo.networks.actor_critic import update_statistics
+from nnx_ppo.networks.base import StatefulModule
 
 
 def make_optimizer(
@@ -39,7 +40,7 @@ def make_optimizer(
 
 def new_training_state(
     env: RLEnv,
-    networks: nnx.Module,
+    networks: StatefulModule,
     n_envs: int,
     seed: int,
     learning_rate: float = 0.0001,
@@ -111,13 +112,13 @@ def advance(steps_taken: jax.Array, n_steps: int) -> jax.Array:
 
 
 def optimize(
-    networks: nnx.Module,
+    networks: StatefulModule,
     optimizer: nnx.Optimizer,
     start_states: Any,
     rollout: Any,
     key: jax.Array,
     sizes: tuple[int, int, int],
-    loss: Callable[[nnx.Module, Any, Any], tuple[jax.Array, dict]],
+    loss: Callable[[Any, Any, Any], tuple[jax.Array, dict]],
     logging_level: LoggingLevel,
 ) -> dict[str, jax.Array]:
     """``n_epochs`` passes of ``n_minibatches`` gradient steps on ``loss``.
@@ -129,7 +130,7 @@ def optimize(
     place; returns the loss metrics averaged over all gradient steps.
     """
     n_envs, n_epochs, n_minibatches = sizes
-    graphdef, params, rest = nnx.split(networks, nnx.Param, ...)
+    graphdef, params, rest = nnx.split(networks, nnx.Param, ...)  # type: ignore[misc]
     opt_graphdef, opt_state = nnx.split(optimizer)
 
     def loss_fn(p: nnx.State, batch: tuple[Any, Any]) -> tuple[jax.Array, dict]:
@@ -141,7 +142,7 @@ def optimize(
         p, o_state = carry
         (_, metrics), grads = grad_fn(p, batch)
         opt = nnx.merge(opt_graphdef, o_state)
-        module = nnx.merge(graphdef, p, rest)
+        module: Any = nnx.merge(graphdef, p, rest)
         opt.update(module, grads)
         if logging_level & LoggingLevel.GRAD_NORM:
             metrics["optimizer/grad_norm"] = optax.global_norm(grads)
@@ -217,7 +218,7 @@ def ppo_iteration(
         env, training_state.env_states, networks, start_states, p.rollout_length, key_unroll
     )
 
-    def loss(module: nnx.Module, states: Any, batch: Transition) -> tuple[jax.Array, dict]:
+    def loss(module: StatefulModule, states: Any, batch: Transition) -> tuple[jax.Array, dict]:
         return ppo_loss(
             module,
             states,

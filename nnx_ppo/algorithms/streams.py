@@ -34,7 +34,7 @@ def check_streams(rewards: Any, values: Any) -> None:
     """Raises ValueError unless the reward streams and the value heads have one structure
     (one array each, or a dict of streams and one head per stream)."""
     reward_tree, value_tree = jax.tree.structure(rewards), jax.tree.structure(values)
-    if reward_tree != value_tree:
+    if reward_tree != value_tree:  # type: ignore[operator]
         reward_names = [n for n, _ in stream_names(rewards)]
         value_names = [n for n, _ in stream_names(values)]
         describe = lambda names: names if names != [""] else "one array"  # noqa: E731

@@ -26,6 +26,7 @@ from nnx_ppo.algorithms.step import new_training_state, ppo_iteration
 from nnx_ppo.algorithms.streams import check_streams
 from nnx_ppo.algorithms.types import RLEnv, TrainingState
 from nnx_ppo.algorithms.video import check_renderable
+from nnx_ppo.networks.base import StatefulModule
 
 __all__ = [
     "MAX_ITERATIONS_PER_CALL",
@@ -79,7 +80,7 @@ def schedule_of(config: TrainConfig | DistillationTrainConfig) -> Schedule:
 
 def train_ppo(
     env: RLEnv,
-    networks: nnx.Module,
+    networks: StatefulModule,
     config: TrainConfig | None = None,
     *,
     total_steps: int | None = None,
@@ -150,7 +151,7 @@ def train_ppo(
     )
 
 
-def training_state_for(env: RLEnv, networks: nnx.Module, config: TrainConfig) -> TrainingState:
+def training_state_for(env: RLEnv, networks: StatefulModule, config: TrainConfig) -> TrainingState:
     """A new ``TrainingState`` as ``train_ppo`` starts one for ``config`` (its optimizer
     included, with the learning-rate schedule of ``anneal_learning_rate``): also the template
     a checkpoint of such a run loads into (an addition to the seed API)."""
@@ -169,7 +170,7 @@ def training_state_for(env: RLEnv, networks: nnx.Module, config: TrainConfig) ->
     )
 
 
-def check_compatible(env: RLEnv, networks: nnx.Module) -> None:
+def check_compatible(env: RLEnv, networks: StatefulModule) -> None:
     """Raises ValueError unless ``networks`` accepts ``env``'s observations, returns actions
     of its size and has one value head per reward stream of the env. Works on shapes only
     (``jax.eval_shape``): nothing is compiled."""
@@ -185,7 +186,7 @@ def check_compatible(env: RLEnv, networks: nnx.Module) -> None:
     graphdef, state = nnx.split(networks)
 
     def call(module_state: Any, observations: Any) -> Any:
-        module = nnx.merge(graphdef, module_state)
+        module: Any = nnx.merge(graphdef, module_state)
         return module(module.initialize_state(2), observations).output
 
     shapes = jax.tree.map(lambda s: s.shape, first.obs)

@@ -84,7 +84,7 @@ class VideoRecorder:
         """
         stacked, final, total_reward = self.rollout(module_state, key)
         trajectory = unstack_trajectory(stacked, final, self.episode_length)
-        rendered = self.env.render(trajectory, **self.render_kwargs)
+        rendered = self.env.render(trajectory, **self.render_kwargs)  # type: ignore[attr-defined]
         frames = np.stack([np.asarray(frame) for frame in rendered]).astype(np.uint8, copy=False)
         return VideoData(
             frames=frames,

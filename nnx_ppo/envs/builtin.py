@@ -199,7 +199,6 @@ class PointReachEnergy(PointReach):
         **kwargs: ``PointReach``'s arguments.
     """
 
-
     def __init__(self, *, energy_cost: float = 0.1, **kwargs: Any):
         super().__init__(**kwargs)
         self.energy_cost = _require_float(

@@ -53,7 +53,8 @@ class StatefulModule(nnx.Module):
         """
         from nnx_ppo.networks.recording import with_recording  # recording imports this module
 
-        return with_recording(self)
+        recording: StatefulModule = with_recording(self)  # type: ignore[assignment]
+        return recording
 
 
 def zero_loss() -> jax.Array:

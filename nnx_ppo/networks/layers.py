@@ -113,7 +113,7 @@ class LSTM(StatefulModule):
         self.hidden_size = hidden_size
         self.gates = nnx.Linear(in_size + hidden_size, 4 * hidden_size, rngs=rngs)
         bias = jnp.zeros((4 * hidden_size,)).at[hidden_size : 2 * hidden_size].set(1.0)
-        self.gates.bias[...] = bias
+        self.gates.bias[...] = bias  # type: ignore[index]  # Linear has a bias here
 
     def initialize_state(self, batch_size: int) -> tuple[jax.Array, jax.Array]:
         zeros = jnp.zeros((batch_size, self.hidden_size), jnp.float32)

@@ -75,7 +75,7 @@ class RecordingMLP(_Recorder):
     """Runs an ``MLP`` layer by layer and records each layer's output."""
 
     def __call__(self, state: Any, obs: jax.Array, rollout_extras: Any = None) -> StatefulOutput:
-        mlp = self.inner
+        mlp: Any = self.inner
         act = activation_fn(mlp.activation)
         n_layers = len(mlp.layers)
         recorded = {}
@@ -138,14 +138,14 @@ def with_recording(networks: nnx.Module) -> nnx.Module:
         for path, node in nnx.iter_graph(copy)
         if isinstance(node, _Recorder) or _is_recordable(node)
     ]
-    for path in _outermost(candidates):
+    for path in _outermost(candidates):  # type: ignore[arg-type]  # keys are str | int
         parent = copy
         for key in path[:-1]:
             parent = _child(parent, key)
         node = copy if not path else _child(parent, path[-1])
         if isinstance(node, _Recorder):
             continue
-        wrapper = _recorder_for(node, _join(*(str(k) for k in path)))
+        wrapper = _recorder_for(node, _join(*(str(k) for k in path)))  # type: ignore[arg-type]
         if not path:
             return wrapper
         _set_child(parent, path[-1], wrapper)

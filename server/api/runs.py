@@ -58,6 +58,7 @@ def _referenced_run(services: Services, ref: CheckpointRef, field: str) -> RunRo
 def _validate(services: Services, spec: RunCreate) -> int:
     """Everything about ``spec`` that a schema cannot see; returns its total steps."""
     teacher_network = None
+    resume_checkpoint: str | None = None
     if spec.teacher is not None:
         teacher = _referenced_run(services, spec.teacher, "teacher")
         if teacher.kind != "ppo":
@@ -70,21 +71,18 @@ def _validate(services: Services, spec: RunCreate) -> int:
                 ("resume_from", "run_id"),
                 f"run {source.id} is a {source.kind} run, this one {spec.kind}",
             )
-        if NetworkSpec(**source.spec["network"]) != spec.network:
-            raise _invalid(
-                ("network",),
-                f"must equal the network of run {source.id}, whose checkpoint it resumes",
-            )
         if source.spec["env"]["name"] != spec.env.name:
             raise _invalid(
                 ("env", "name"),
                 f"must be {source.spec['env']['name']!r}, the env of run {source.id}",
             )
+        found = find_checkpoint(run_dir(services, source), spec.resume_from.step)
+        resume_checkpoint = str(found.path) if found is not None else None
     errors = resource_errors(spec.resources, spec.config, services.store.workers())
     if errors:
         raise RequestValidationError(errors)
     try:
-        errors, total = services.checker.check(spec.stored(), teacher_network)
+        errors, total = services.checker.check(spec.stored(), teacher_network, resume_checkpoint)
     except CheckerUnavailable as error:
         raise HTTPException(503, str(error)) from None
     if errors:

@@ -43,9 +43,9 @@ def _checker_main(conn: Connection) -> None:
             request = conn.recv()
         except EOFError:
             return
-        spec, teacher_network = request
+        spec, teacher_network, resume_checkpoint = request
         try:
-            conn.send(("ok", check_spec(spec, teacher_network)))
+            conn.send(("ok", check_spec(spec, teacher_network, resume_checkpoint)))
         except Exception as error:
             conn.send(("error", f"{type(error).__name__}: {error}"))
 
@@ -91,14 +91,17 @@ class SpecChecker:
             self._ensure_started()
 
     def check(
-        self, spec: dict[str, Any], teacher_network: dict[str, Any] | None
+        self,
+        spec: dict[str, Any],
+        teacher_network: dict[str, Any] | None,
+        resume_checkpoint: str | None = None,
     ) -> tuple[list[dict[str, Any]], int]:
         """``spec_check.check_spec`` in the checker process: the field errors and the run's
         total steps."""
         with self._lock:
             conn = self._ensure_started()
             try:
-                conn.send((spec, teacher_network))
+                conn.send((spec, teacher_network, resume_checkpoint))
                 if not conn.poll(CHECK_TIMEOUT_S):
                     self._kill()
                     raise CheckerUnavailable("the spec check did not finish in time")

@@ -169,20 +169,25 @@ def total_steps(config: TrainConfig | DistillationTrainConfig) -> int:
 
 
 def check_spec(
-    spec: Mapping[str, Any], teacher_network: Mapping[str, Any] | None
+    spec: Mapping[str, Any],
+    teacher_network: Mapping[str, Any] | None,
+    resume_checkpoint: str | None = None,
 ) -> tuple[list[dict[str, Any]], int]:
     """Field-level errors of a spec (already shape-checked by ``schemas.RunCreate``): the
-    config, the env and its overrides, the network against the env, and for a distillation
-    run, the teacher's network against the env. Returns the errors (empty when valid) and
-    the run's total steps."""
+    config, the env and its overrides, the network against the env, for a distillation
+    run, the teacher's network against the env, videos only for an env that renders, and
+    the checkpoint of ``resume_from`` (at ``resume_checkpoint``) against the network and
+    ``n_envs``. Returns the errors (empty when valid) and the run's total steps."""
     from nnx_ppo import envs
     from nnx_ppo.algorithms.training import check_compatible
     from nnx_ppo.presets import make_networks
 
     errors: list[dict[str, Any]] = []
     steps = 0
+    config: TrainConfig | DistillationTrainConfig | None = None
     try:
-        steps = total_steps(make_config(spec.get("kind", "ppo"), spec.get("config") or {}))
+        config = make_config(spec.get("kind", "ppo"), spec.get("config") or {})
+        steps = total_steps(config)
     except SpecError as error:
         errors.append(error.as_detail())
     env_spec = spec["env"]
@@ -193,16 +198,58 @@ def check_spec(
         loc: Loc = ("env", "overrides") if known else ("env", "name")
         errors.append(SpecError(loc, str(error)).as_detail())
         return errors, steps
+    if config is not None and config.video.enabled and not callable(getattr(env, "render", None)):
+        message = (
+            f"the env {env_spec['name']!r} cannot be rendered (the built-in pure-JAX envs "
+            "have no render method): disable video or pick a MuJoCo Playground env"
+        )
+        errors.append(SpecError(("config", "video", "enabled"), message).as_detail())
     networks = {"network": spec.get("network") or {"kind": "mlp"}}
     if teacher_network is not None:
         networks["teacher"] = teacher_network
+    built: dict[str, Any] = {}
     for where, network_spec in networks.items():
         try:
-            network = make_networks(dict(network_spec), env.observation_size, env.action_size, 0)
-            check_compatible(env, network)
+            fields = network_fields(dict(network_spec), env)
+            built[where] = make_networks(fields, env.observation_size, env.action_size, 0)
+            check_compatible(env, built[where])
         except (TypeError, ValueError) as error:
             errors.append(SpecError(_network_loc(where, str(error)), str(error)).as_detail())
+    if resume_checkpoint is not None and config is not None and "network" in built:
+        errors += _resume_errors(resume_checkpoint, built["network"], config)
     return errors, steps
+
+
+def _resume_errors(
+    path: str, network: Any, config: TrainConfig | DistillationTrainConfig
+) -> list[dict[str, Any]]:
+    """Errors of resuming ``config``'s run with ``network`` from the checkpoint at ``path``,
+    on the field that causes each."""
+    from nnx_ppo.algorithms.checkpointing import checkpoint_misfits
+
+    section = "ppo" if isinstance(config, TrainConfig) else "distillation"
+    n_envs = getattr(config, section).n_envs
+    try:
+        misfits = checkpoint_misfits(path, network, n_envs)
+    except (OSError, ValueError) as error:
+        return [SpecError(("resume_from",), f"cannot read the checkpoint: {error}").as_detail()]
+    locs: dict[str, Loc] = {"network": ("network",), "n_envs": ("config", section, "n_envs")}
+    return [
+        SpecError(locs[field], f"does not fit the checkpoint of resume_from: {why}").as_detail()
+        for field, why in misfits.items()
+    ]
+
+
+def network_fields(fields: dict[str, Any], env: Any) -> dict[str, Any]:
+    """A spec's network fields, with ``reward_streams`` taken from the env (one value head
+    per stream of a dict reward) unless the spec names them."""
+    from nnx_ppo.envs.loading import reward_streams
+
+    if fields.get("reward_streams") is None:
+        streams = reward_streams(env)
+        if streams is not None:
+            return {**fields, "reward_streams": streams}
+    return fields
 
 
 _NETWORK_FIELDS = (
@@ -213,6 +260,7 @@ _NETWORK_FIELDS = (
     "normalize_obs",
     "entropy_weight",
     "min_std",
+    "reward_streams",
 )
 
 

@@ -9,7 +9,6 @@ interrupted and requeued), else the spec's ``resume_from``.
 from __future__ import annotations
 
 import dataclasses
-import math
 import os
 import time
 from collections.abc import Callable
@@ -17,7 +16,6 @@ from pathlib import Path
 from typing import Any
 
 import jax
-import numpy as np
 
 from nnx_ppo import envs
 from nnx_ppo.algorithms import checkpointing
@@ -28,13 +26,13 @@ from nnx_ppo.algorithms.distillation import (
     train_distillation,
 )
 from nnx_ppo.algorithms.teacher import load_teacher
-from nnx_ppo.algorithms.training import train_ppo, training_state_for
+from nnx_ppo.algorithms.training import NonFiniteError, train_ppo, training_state_for
 from nnx_ppo.algorithms.video import encode_mp4
 from nnx_ppo.presets import make_networks
 from nnx_ppo.utils import enable_compilation_cache
 from server.schemas import NetworkSpec
 from server.settings import Settings
-from server.spec.spec_check import make_config
+from server.spec.spec_check import make_config, network_fields
 from server.store import artifacts
 from server.worker.compile_clock import CompileClock
 from server.worker.devices import Placement
@@ -42,10 +40,6 @@ from server.worker.reporter import RunReporter
 from server.worker.run_process import StopSignal
 
 Outcome = tuple[str, str | None]
-
-
-class Diverged(Exception):
-    """Training produced a non-finite value."""
 
 
 PLACEMENT_VARIABLES = (
@@ -75,14 +69,6 @@ class RunExecution:
         self.spec: dict[str, Any] = self.run.spec
         self.run_dir = settings.run_dir(run_id)
         self.checkpoints = artifacts.checkpoints_dir(self.run_dir)
-        self.divergence: str | None = None
-        self.diverged_metric = False
-        """Whether ``divergence`` names a metric (a checkpoint of the same jitted call can
-        see the non-finite parameters before ``log_fn`` sees that call's metrics)."""
-        self.logged_step = 0
-        """The newest step whose metrics went to the reporter."""
-        self.pending_checkpoint: tuple[Any, int] | None = None
-        """A checkpoint that waits for its step's metrics (see ``_defer_checkpoint``)."""
         self._save_now: Callable[[Any, int], None] = lambda _state, _step: None
         self.stop_reason: str | None = None
 
@@ -101,7 +87,7 @@ class RunExecution:
         config = self._with_devices(make_config(self.spec["kind"], self.spec.get("config") or {}))
         env_spec = self.spec["env"]
         env = envs.load(env_spec["name"], env_spec.get("overrides") or {})
-        network_spec = NetworkSpec(**self.spec["network"]).factory_fields()
+        network_spec = network_fields(NetworkSpec(**self.spec["network"]).factory_fields(), env)
         networks = make_networks(network_spec, env.observation_size, env.action_size, config.seed)
         start = self._start_checkpoint()
         callbacks = {
@@ -109,28 +95,32 @@ class RunExecution:
             "checkpoint_fn": self._checkpoint_fn(config),
             "should_stop": self._should_stop,
         }
+        if config.video.enabled:
+            callbacks["video_fn"] = self._video_fn
         started = time.monotonic()
-        if isinstance(config, DistillationTrainConfig):
-            teacher = self._teacher(env)
-            initial = None
-            if start is not None:
-                initial = load_distillation_state(str(start), env, networks, teacher, config)
-                log(f"resuming from {start} (step {int(initial.steps_taken)})")
-            log("compiling and training (the first iteration includes the compile)")
-            train_distillation(env, networks, teacher, config, initial_state=initial, **callbacks)
-        else:
-            initial = None
-            if start is not None:
-                initial = self._load_ppo_state(start, env, networks, config)
-                log(f"resuming from {start} (step {int(initial.steps_taken)})")
-            log("compiling and training (the first iteration includes the compile)")
-            video_fn = self._video_fn if config.video.enabled else None
-            train_ppo(env, networks, config, initial_state=initial, video_fn=video_fn, **callbacks)
+        initial: Any = None
+        try:
+            if isinstance(config, DistillationTrainConfig):
+                teacher = self._teacher(env)
+                if start is not None:
+                    initial = load_distillation_state(str(start), env, networks, teacher, config)
+                    log(f"resuming from {start} (step {int(initial.steps_taken)})")
+                log("compiling and training (the first iteration includes the compile)")
+                train_distillation(
+                    env, networks, teacher, config, initial_state=initial, **callbacks
+                )
+            else:
+                if start is not None:
+                    initial = self._load_ppo_state(start, env, networks, config)
+                    log(f"resuming from {start} (step {int(initial.steps_taken)})")
+                log("compiling and training (the first iteration includes the compile)")
+                train_ppo(env, networks, config, initial_state=initial, **callbacks)
+        except NonFiniteError as error:  # the library's guard: metrics up to it are logged
+            self.reporter.flush()
+            log(f"stopped: diverged: {error}")
+            return ("failed", f"diverged: {error}")
         seconds = time.monotonic() - started
         self.reporter.flush()  # everything reported is stored before the outcome
-        if self.divergence is not None:
-            log(f"stopped: {self.divergence}")
-            return ("failed", self.divergence)
         if self.stop_reason is not None:
             log(f"stopped ({self.stop_reason}) after {seconds:.1f} s")
             return ("stopped", self.stop_reason)
@@ -184,7 +174,7 @@ class RunExecution:
         )
         if checkpoint is None:
             raise ValueError(f"teacher: run {teacher_run.id} has no such checkpoint any more")
-        network = NetworkSpec(**teacher_run.spec["network"]).factory_fields()
+        network = network_fields(NetworkSpec(**teacher_run.spec["network"]).factory_fields(), env)
         self.reporter.log(f"teacher: run {teacher_run.id}, checkpoint step {checkpoint.step}")
         return load_teacher(str(checkpoint.path), network, env.observation_size, env.action_size)
 
@@ -194,26 +184,9 @@ class RunExecution:
         if not self.first_logged:  # the first jitted call has run: start-up is over
             self.first_logged = True
             self.reporter.log(self.compile_clock.summary())
-        values = {key: float(value) for key, value in metrics.items()}
-        if not self.diverged_metric:
-            bad = sorted(key for key, value in values.items() if not math.isfinite(value))
-            if bad:
-                self.diverged_metric = True
-                self.divergence = (
-                    f"diverged: {bad[0]} is {values[bad[0]]} at step {step}"
-                    f"{' (and ' + ', '.join(bad[1:]) + ')' if len(bad) > 1 else ''}; "
-                    "the last good checkpoint is kept"
-                )
-        self.reporter.metrics(step, values)
-        self.logged_step = step
-        if self.pending_checkpoint is not None and self.pending_checkpoint[1] <= step:
-            state, checkpoint_step = self.pending_checkpoint
-            self.pending_checkpoint = None
-            self._save(state, checkpoint_step)
+        self.reporter.metrics(step, {key: float(value) for key, value in metrics.items()})
 
     def _should_stop(self) -> bool:
-        if self.divergence is not None:
-            return True
         if self.stop.requested:
             self.stop_reason = "terminate"
         elif self.reporter.cancel_requested():
@@ -227,25 +200,12 @@ class RunExecution:
         else:
             save = checkpointing.make_checkpoint_fn(str(self.checkpoints), config)
         self._save_now = save
-        return self._defer_checkpoint
-
-    def _defer_checkpoint(self, state: Any, step: int) -> None:
-        """The host loop writes a jitted call's checkpoint before it logs that call's
-        metrics: written at once, a kill in between would leave a checkpoint ahead of the
-        stored metrics, and a run resumed from it a hole in its history. So a checkpoint
-        waits until the metrics of its step are stored."""
-        if step <= self.logged_step:
-            self._save(state, step)
-        else:
-            self.pending_checkpoint = (state, step)
+        return self._save
 
     def _save(self, state: Any, step: int) -> None:
-        if self.divergence is not None or not _finite(state):
-            self.divergence = self.divergence or (
-                f"diverged: the parameters are non-finite at step {step}; "
-                "the last good checkpoint is kept"
-            )
-            return
+        """The library logs an iteration's metrics before it checkpoints that iteration (and
+        refuses non-finite parameters), so a checkpoint is never ahead of the stored metrics:
+        a run resumed from it has no hole in its history."""
         self.reporter.flush()  # the metrics up to this step are durable before it is
         self._save_now(state, step)
         found = artifacts.find_checkpoint(self.run_dir, step)
@@ -267,12 +227,3 @@ class RunExecution:
         self.reporter.video(
             video.step, filename, float(video.episode_reward), int(video.episode_length)
         )
-
-
-def _finite(state: Any) -> bool:
-    """Whether every float array of the networks in ``state`` is finite."""
-    from flax import nnx
-
-    networks = getattr(state, "networks", None) or getattr(state, "student", None)
-    leaves = jax.tree.leaves(nnx.state(networks, nnx.Param))
-    return all(bool(np.isfinite(np.asarray(leaf)).all()) for leaf in leaves)

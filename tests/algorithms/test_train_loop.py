@@ -22,7 +22,7 @@ from flax import nnx
 from nnx_ppo import envs
 from nnx_ppo.algorithms.config import EvalConfig, PPOConfig, TrainConfig, TrainResult
 from nnx_ppo.algorithms.step import new_training_state
-from nnx_ppo.algorithms.training import MAX_ITERATIONS_PER_CALL, train_ppo
+from nnx_ppo.algorithms.training import MAX_ITERATIONS_PER_CALL, NonFiniteError, train_ppo
 from nnx_ppo.algorithms.types import TrainingState
 from nnx_ppo.networks.factories import make_mlp_actor_critic
 from nnx_ppo.networks.normalizer import NormalizerStatistics
@@ -309,3 +309,52 @@ def test_network_that_does_not_fit_the_env_is_rejected_before_compiling(
     )
     with pytest.raises(ValueError, match=match):
         train_ppo(ENV, networks, CONFIG)
+
+
+def test_metrics_are_logged_before_the_checkpoint_of_the_same_iteration():
+    events: list[tuple[str, int]] = []
+    train_ppo(
+        ENV,
+        make_networks(),
+        CONFIG,
+        log_fn=lambda metrics, step: events.append(("log", step)),
+        checkpoint_fn=lambda state, step: events.append(("checkpoint", step)),
+    )
+    checkpoints = [i for i, (what, _) in enumerate(events) if what == "checkpoint"]
+    # Multiples of 300 passed at 320, 608, 928, and the end at 1056.
+    assert [events[i][1] for i in checkpoints] == [320, 608, 928, 1056]
+    for i in checkpoints:
+        assert events[i - 1] == ("log", events[i][1])  # that step's metrics came first
+
+
+DIVERGING = dataclasses.replace(CONFIG, ppo=dataclasses.replace(CONFIG.ppo, learning_rate=1e30))
+
+
+def test_a_non_finite_loss_stops_training_naming_the_metric_and_step():
+    logged: list[tuple[int, dict[str, float]]] = []
+    saved: list[int] = []
+    with pytest.raises(NonFiniteError) as caught:
+        train_ppo(
+            ENV,
+            make_networks(),
+            DIVERGING,
+            log_fn=lambda metrics, step: logged.append((step, metrics)),
+            checkpoint_fn=lambda state, step: saved.append(step),
+        )
+    error = caught.value
+    assert error.metric.startswith("losses/") and not math.isfinite(error.value)
+    assert f"{error.metric} is {error.value} at step {error.step}" in str(error)
+    # Everything up to the bad iteration was logged, that iteration last; nothing after it.
+    assert logged[-1][0] == error.step and error.step % PER_ITERATION == 0
+    assert not math.isfinite(logged[-1][1][error.metric])
+    assert all(math.isfinite(m[error.metric]) for _, m in logged[:-1])
+    assert all(step < error.step for step in saved)  # no checkpoint of a diverged state
+
+
+def test_the_non_finite_guard_can_be_turned_off():
+    config = dataclasses.replace(DIVERGING, stop_on_non_finite=False)
+    result = train_ppo(ENV, make_networks(), config)
+    assert result.total_steps == TOTAL
+    assert not math.isfinite(result.final_metrics["losses/total"])
+    with pytest.raises(ValueError, match="stop_on_non_finite"):
+        dataclasses.replace(CONFIG, stop_on_non_finite="yes")

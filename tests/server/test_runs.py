@@ -38,6 +38,14 @@ def _locs(response) -> list[list]:  # type: ignore[no-untyped-def]
             ["body", "config", "ppo", "clip_range"],
         ),
         (lambda s: s["config"].update(seed="x"), ["body", "config", "seed"]),
+        (  # PointReach cannot be rendered: refused at submit, not when the run starts
+            lambda s: s["config"].update(video={"enabled": True}),
+            ["body", "config", "video", "enabled"],
+        ),
+        (
+            lambda s: s["network"].update(reward_streams=["task", "energy"]),
+            ["body", "network", "reward_streams"],
+        ),
         (lambda s: s["config"].update(nope=1), ["body", "config", "nope"]),
         (
             lambda s: s.update(resume_from={"run_id": "0123456789ab"}),
@@ -233,7 +241,14 @@ def test_resume_and_distill_from_checkpoints(service: Service) -> None:
         "resume_from": {"run_id": teacher["id"]},
         "network": {"kind": "mlp", "actor_hidden_sizes": [8]},
     }
-    assert _locs(service.client.post("/api/runs", json=bad_network)) == [["body", "network"]]
+    refused = service.client.post("/api/runs", json=bad_network)
+    assert _locs(refused) == [["body", "network"]]  # the checkpoint's layout, named
+    assert "does not fit the checkpoint" in refused.json()["detail"][0]["msg"]
+    assert "kernel" in refused.json()["detail"][0]["msg"]
+    other_envs = {**tiny_ppo_spec(ppo={"n_envs": 32}), "resume_from": {"run_id": teacher["id"]}}
+    refused = service.client.post("/api/runs", json=other_envs)
+    assert _locs(refused) == [["body", "config", "ppo", "n_envs"]]
+    assert "holds 16 envs, not 32" in refused.json()["detail"][0]["msg"]
     bad_step = {**tiny_ppo_spec(), "resume_from": {"run_id": teacher["id"], "step": 123}}
     assert _locs(service.client.post("/api/runs", json=bad_step)) == [
         ["body", "resume_from", "step"]
