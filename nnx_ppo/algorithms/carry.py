@@ -8,7 +8,7 @@ the carry; ``merge_state`` rebuilds module objects from it inside or outside ``j
 
 from __future__ import annotations
 
-from typing import Any, Literal
+from typing import TYPE_CHECKING, Any, Literal
 
 import jax
 import jax.numpy as jnp
@@ -42,6 +42,10 @@ class LoopCarry:
     steps_taken: jax.Array
     teacher_states: Any = None
     kind: Kind = struct.field(pytree_node=False, default="ppo")
+
+    if TYPE_CHECKING:  # struct.dataclass adds it at run time
+
+        def replace(self, **changes: Any) -> LoopCarry: ...
 
 
 def _modules(state: State) -> tuple[nnx.Module, nnx.Optimizer]:

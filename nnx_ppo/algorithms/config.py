@@ -192,6 +192,9 @@ class TrainConfig:
     """Stop with ``NonFiniteError`` (naming the metric and the step) at the first iteration
     whose losses are not finite, and refuse to checkpoint non-finite parameters (an addition
     to the seed API)."""
+    devices: int | None = None
+    """Train data-parallel on this many local devices (``n_envs`` and the minibatch size
+    must be divisible by it); None: one device. An addition to the seed API."""
 
     def __post_init__(self) -> None:
         _check_top_level(self)
@@ -242,6 +245,8 @@ class DistillationTrainConfig:
     """Checkpoint schedule in env steps."""
     stop_on_non_finite: bool = True
     """As ``TrainConfig.stop_on_non_finite``."""
+    devices: int | None = None
+    """As ``TrainConfig.devices``."""
 
     def __post_init__(self) -> None:
         _check_top_level(self)
@@ -253,6 +258,9 @@ def _check_top_level(config: TrainConfig | DistillationTrainConfig) -> None:
     _positive_int("config", "checkpoint_every_steps", config.checkpoint_every_steps)
     flag = config.stop_on_non_finite
     _require(isinstance(flag, bool), "config.stop_on_non_finite", flag, "true or false")
+    devices = config.devices
+    ok = devices is None or (isinstance(devices, int) and not isinstance(devices, bool))
+    _require(ok and (devices is None or devices > 0), "config.devices", devices, "None or > 0")
 
 
 @dataclasses.dataclass

@@ -165,6 +165,7 @@ def train_distillation(
     if video_fn is not None:
         check_renderable(eval_env or env)  # before anything is compiled
     d = config.distillation
+    schedule = schedule_of(config)  # validates config.devices before anything is compiled
     _check_networks(env, student if initial_state is None else initial_state.student, teacher)
     if initial_state is None:
         initial_state = new_distillation_state(
@@ -184,7 +185,6 @@ def train_distillation(
         return distillation_iteration(env, nnx.merge(teacher_graphdef, teacher_state), state, d)
 
     callbacks = Callbacks(log_fn, checkpoint_fn, video_fn, should_stop)
-    schedule = schedule_of(config)
     result = run_training(step, initial_state, teacher_vars, eval_env or env, schedule, callbacks)
     assert isinstance(result.state, DistillationState)
     return DistillationTrainResult(

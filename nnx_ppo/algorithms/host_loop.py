@@ -27,6 +27,7 @@ import jax.numpy as jnp
 import numpy as np
 from flax import nnx
 
+from nnx_ppo.algorithms import sharding
 from nnx_ppo.algorithms.carry import State, adopt, merge_state, split_state, traced_step
 from nnx_ppo.algorithms.config import EvalConfig, VideoConfig, VideoData
 from nnx_ppo.algorithms.rollout import eval_rollout
@@ -78,6 +79,8 @@ class Schedule:
         seed: Seed of the evaluation and video keys.
         logging_level: The training config's logging level (for ``THROUGHPUT``).
         stop_on_non_finite: Raise ``NonFiniteError`` at the first non-finite loss.
+        devices: Devices the env batch is split over (see ``sharding``); 1: the default
+            device alone.
     """
 
     total_steps: int
@@ -88,6 +91,7 @@ class Schedule:
     seed: int
     logging_level: LoggingLevel
     stop_on_non_finite: bool = True
+    devices: int = 1
 
 
 @dataclasses.dataclass(frozen=True)
@@ -124,14 +128,18 @@ def passed_multiple(before: int, after: int, every: int) -> bool:
     return after // every > before // every
 
 
-def scan_iterations(one_iteration: StepFn, length: int) -> Callable[..., Any]:
+def scan_iterations(
+    one_iteration: StepFn, length: int, carry_sharding: Any = None
+) -> Callable[..., Any]:
     """The chunk driver: jits ``run(carry, extra, n_active)``, up to ``length`` calls of
     ``one_iteration``.
 
     ``one_iteration(carry, extra) -> (carry, metrics)`` is a pure step; ``extra`` is read
     only (never donated). The first ``n_active`` iterations run (a traced count, so any count
     up to ``length`` reuses one compilation); metrics come back stacked on a leading
-    ``[length]`` axis, zeros past ``n_active``. ``carry`` is donated.
+    ``[length]`` axis, zeros past ``n_active``. ``carry`` is donated. With
+    ``carry_sharding`` (a carry of shardings, see ``sharding``), the carry comes back laid
+    out as it went in.
     """
 
     def run(carry: Any, extra: Any, n_active: jax.Array) -> tuple[Any, dict]:
@@ -145,7 +153,9 @@ def scan_iterations(one_iteration: StepFn, length: int) -> Callable[..., Any]:
 
         return jax.lax.scan(body, carry, jnp.arange(length))
 
-    return jax.jit(run, donate_argnums=0)
+    if carry_sharding is None:
+        return jax.jit(run, donate_argnums=0)
+    return jax.jit(run, donate_argnums=0, out_shardings=(carry_sharding, None))
 
 
 def make_evaluator(env: RLEnv, graphdef: Any, cfg: EvalConfig) -> Callable[..., Any]:
@@ -213,13 +223,21 @@ class _HostLoop:
         self.initial_state = initial_state
         self.graphdef, self.carry = split_state(initial_state)
         self.extra = extra
+        layout = None
+        if schedule.devices > 1:  # data parallel: envs split over a mesh, the rest replicated
+            mesh = sharding.make_mesh(schedule.devices)
+            layout = sharding.carry_shardings(mesh, self.carry)
+            self.carry = jax.device_put(self.carry, layout)
+            self.extra = sharding.replicated(mesh, extra)
         self.schedule = schedule
         self.callbacks = callbacks
         self.start_steps = int(initial_state.steps_taken)
         remaining = schedule.total_steps - self.start_steps
         iterations = max(0, math.ceil(remaining / schedule.steps_per_iteration))
         self.chunk_length = max(1, min(MAX_ITERATIONS_PER_CALL, iterations))
-        self.train_chunk = scan_iterations(traced_step(self.graphdef, step), self.chunk_length)
+        self.train_chunk = scan_iterations(
+            traced_step(self.graphdef, step), self.chunk_length, layout
+        )
         self.evaluate = make_evaluator(eval_env, self.graphdef, schedule.eval)
         self.eval_key = jax.random.fold_in(jax.random.key(schedule.seed), 1)
         self.video_key = jax.random.fold_in(jax.random.key(schedule.seed), 2)

@@ -22,6 +22,7 @@ from nnx_ppo.algorithms.host_loop import (
     StopFn,
     run_training,
 )
+from nnx_ppo.algorithms.sharding import check_devices
 from nnx_ppo.algorithms.step import new_training_state, ppo_iteration
 from nnx_ppo.algorithms.streams import check_streams
 from nnx_ppo.algorithms.types import RLEnv, TrainingState
@@ -65,7 +66,8 @@ def resolve_config(
 
 def schedule_of(config: TrainConfig | DistillationTrainConfig) -> Schedule:
     """The host loop's schedule of a training config."""
-    inner = config.ppo if isinstance(config, TrainConfig) else config.distillation
+    section = "ppo" if isinstance(config, TrainConfig) else "distillation"
+    inner = getattr(config, section)
     return Schedule(
         total_steps=inner.total_steps,
         steps_per_iteration=inner.n_envs * inner.rollout_length,
@@ -75,6 +77,7 @@ def schedule_of(config: TrainConfig | DistillationTrainConfig) -> Schedule:
         seed=config.seed,
         logging_level=inner.logging_level,
         stop_on_non_finite=config.stop_on_non_finite,
+        devices=check_devices(config.devices, inner.n_envs, inner.n_minibatches, section),
     )
 
 
@@ -129,6 +132,7 @@ def train_ppo(
     if video_fn is not None:
         check_renderable(eval_env or env)  # before anything is compiled
     p = config.ppo
+    schedule = schedule_of(config)  # validates config.devices before anything is compiled
     if initial_state is None:
         check_compatible(env, networks)
         initial_state = training_state_for(env, networks, config)
@@ -138,9 +142,7 @@ def train_ppo(
         return ppo_iteration(env, state, p)
 
     callbacks = Callbacks(log_fn, checkpoint_fn, video_fn, should_stop)
-    result = run_training(
-        step, initial_state, None, eval_env or env, schedule_of(config), callbacks
-    )
+    result = run_training(step, initial_state, None, eval_env or env, schedule, callbacks)
     assert isinstance(result.state, TrainingState)
     return TrainResult(
         training_state=result.state,

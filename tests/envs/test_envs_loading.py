@@ -66,7 +66,7 @@ def test_unknown_name_lists_available_envs():
 
 def test_available_envs_lists_builtin_then_playground():
     names = available_envs()
-    assert names[:3] == ["PointReach", "PointReachDict", "MemoryCue"]
+    assert names[:4] == ["PointReach", "PointReachDict", "PointReachEnergy", "MemoryCue"]
     assert "CartpoleBalance" in names
     assert len(names) == len(set(names))
 
