@@ -62,7 +62,7 @@ from nnx_ppo.algorithms import config as C
 from nnx_ppo.algorithms import ppo
 from nnx_ppo.networks import factories
 
-NNX_ONLY_KEYS = ("anneal_learning_rate",)
+NNX_ONLY_KEYS = ("anneal_learning_rate", "devices")
 """Settings only nnx-ppo understands (Brax's runner rejects them)."""
 SPS_KEY = "throughput/env_steps_per_second"
 """The metric ``train_ppo`` adds to the last iteration of each jitted call."""
@@ -192,11 +192,14 @@ def nnx_settings(settings: Mapping[str, Any]) -> BraxPPOSettings:
     return cfg
 
 
-def train_config(cfg: BraxPPOSettings, anneal_learning_rate: bool = False) -> C.TrainConfig:
+def train_config(
+    cfg: BraxPPOSettings, anneal_learning_rate: bool = False, devices: int | None = None
+) -> C.TrainConfig:
     """The ``TrainConfig`` equal to ``cfg`` (see the module docstring for the mapping).
 
     ``anneal_learning_rate`` (an nnx-ppo-only setting) decays the learning rate linearly to
-    zero at ``total_steps``.
+    zero at ``total_steps``; ``devices`` (nnx-ppo only) trains data-parallel on that many
+    local devices.
     """
     ppo = C.PPOConfig(
         n_envs=cfg.n_envs,
@@ -218,7 +221,7 @@ def train_config(cfg: BraxPPOSettings, anneal_learning_rate: bool = False) -> C.
         n_envs=cfg.num_eval_envs,
         max_episode_length=cfg.episode_length,
     )
-    return C.TrainConfig(ppo=ppo, eval=evaluation, seed=cfg.seed)
+    return C.TrainConfig(ppo=ppo, eval=evaluation, seed=cfg.seed, devices=devices)
 
 
 def run_nnx_ppo(settings: Mapping[str, Any]) -> dict[str, Any]:
@@ -260,7 +263,9 @@ def run_nnx_ppo(settings: Mapping[str, Any]) -> dict[str, Any]:
         * ``final_eval_reward``: the last curve point's ``eval_reward``.
     """
     cfg = nnx_settings(settings)
-    config = train_config(cfg, bool(settings.get("anneal_learning_rate", False)))
+    config = train_config(
+        cfg, bool(settings.get("anneal_learning_rate", False)), settings.get("devices")
+    )
     cache_dir = enable_compilation_cache()
     cache_files_before = count_files(cache_dir)
     env = envs.load(cfg.env, {"impl": cfg.physics_impl, "episode_length": cfg.episode_length})
