@@ -219,7 +219,7 @@ def checkpoint_misfits(path: str, networks: Any, n_envs: int) -> dict[str, str]:
 
     Raises:
         FileNotFoundError: If ``path`` is not a checkpoint directory.
-        ValueError: If its metadata is malformed.
+        ValueError: If its metadata is malformed or its arrays cannot be read at all.
     """
     path = os.path.abspath(os.fspath(path))
     for entry in (_NETWORKS, _OPTIMIZER, _METADATA):
@@ -229,6 +229,8 @@ def checkpoint_misfits(path: str, networks: Any, n_envs: int) -> dict[str, str]:
     _, net_arrays = nnx.state(networks, _is_key_variable, ...)
     try:
         _check_layout(os.path.join(path, _NETWORKS), nnx.to_pure_dict(net_arrays), "network")
+    except CheckpointDamaged:
+        raise
     except ValueError as error:
         problems["network"] = str(error)
     meta = read_metadata(os.path.join(path, _METADATA))
@@ -343,7 +345,14 @@ def _check_layout(path: str, template: dict[str, Any], what: str) -> None:
         item = checkpointer.metadata(path).item_metadata
     finally:
         checkpointer.close()
-    _compare(_layout(getattr(item, "tree", item)), _layout(template), what, f"checkpoint {path}")
+    stored = _layout(getattr(item, "tree", item))
+    if not stored and _layout(template):
+        raise CheckpointDamaged(f"checkpoint {path} holds no readable arrays (damaged?)")
+    _compare(stored, _layout(template), what, f"checkpoint {path}")
+
+
+class CheckpointDamaged(ValueError):
+    """A checkpoint whose arrays cannot be read at all."""
 
 
 def _compare(stored: dict[str, str], expected: dict[str, str], what: str, where: str) -> None:

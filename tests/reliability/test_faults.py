@@ -180,11 +180,14 @@ def batch(
             },
         }
     )
-    for array_file in (second / "networks").rglob("d/*"):
+    resume = {
+        **tiny_ppo_spec(LONG),
+        "resume_from": {"run_id": survivor["id"], "step": teacher_steps[1]},
+    }
+    out["tampered_resume"] = svc.submit(resume)  # accepted: its checkpoint is still whole
+    for array_file in (second / "networks").rglob("d/*"):  # damaged before the run starts
         array_file.write_bytes(array_file.read_bytes()[: array_file.stat().st_size // 2])
-    out["tampered_resume"] = svc.submit(
-        {**tiny_ppo_spec(LONG), "resume_from": {"run_id": survivor["id"], "step": teacher_steps[1]}}
-    )
+    out["resubmitted"] = svc.client.post("/api/runs", json=resume)
     yield out
     if out["mounted"]:
         subprocess.run(["umount", "-l", str(checkpoints)], capture_output=True)
@@ -284,11 +287,18 @@ def test_a_malicious_teacher_checkpoint_is_refused(svc: ReliableService, batch: 
 def test_truncated_checkpoint_arrays_are_refused_for_resume(
     svc: ReliableService, batch: dict
 ) -> None:
-    """Half of every array file of the checkpoint to resume from is cut off: the run fails
-    with the loader's message (it is not a crash of its process), and the worker lives on."""
+    """Half of every array file of the checkpoint to resume from is cut off after the run
+    was accepted: the run fails with the loader's message (it is not a crash of its
+    process), and the worker lives on. Submitted again, the spec is refused on
+    ``resume_from`` before anything is queued."""
     failed = svc.wait_for(batch["tampered_resume"]["id"], timeout=120)
     assert failed["status"] == "failed"
     assert not failed["error"].startswith(("killed by", "the run process exited")), failed["error"]
     assert failed["steps"] == 0 and svc.metric_rows(failed["id"]) == []
     assert _worker_alive(svc)
     assert database_problems(svc.db_path) == []
+    refused = batch["resubmitted"]
+    assert refused.status_code == 422, refused.text
+    detail = refused.json()["detail"]
+    assert [d["loc"] for d in detail] == [["body", "resume_from"]]
+    assert "no readable arrays" in detail[0]["msg"]
