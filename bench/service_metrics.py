@@ -40,17 +40,17 @@ is what a run process's reporter stores in one transaction when training outpace
 FILLED = "filled.json"
 
 
-def _store(data_dir: Path, *, durable: bool) -> Any:
+def _store(data_dir: Path, *, durable: bool, database_url: str | None = None) -> Any:
     from sqlalchemy import event
 
     from server.store.db import make_engine, make_sessionmaker, migrate
     from server.store.run_store import RunStore
 
     data_dir.mkdir(parents=True, exist_ok=True)
-    url = f"sqlite:///{(data_dir / 'nnx_ppo.db').resolve()}"
+    url = database_url or f"sqlite:///{(data_dir / 'nnx_ppo.db').resolve()}"
     migrate(url)
     engine = make_engine(url)
-    if not durable:
+    if not durable and database_url is None:
 
         @event.listens_for(engine, "connect")
         def _fast(dbapi_connection: Any, _record: Any) -> None:
@@ -80,14 +80,16 @@ def _walk(n_keys: int, seed: int = 0) -> Any:
     return step
 
 
-def fill(data_dir: Path, n_keys: int, n_steps: int) -> dict[str, Any]:
+def fill(
+    data_dir: Path, n_keys: int, n_steps: int, database_url: str | None = None
+) -> dict[str, Any]:
     """Writes one run of ``n_steps`` x ``n_keys`` points; returns its id and write timing."""
     marker = data_dir / FILLED
     if marker.exists():
         return json.loads(marker.read_text())
     if data_dir.exists():
         raise RuntimeError(f"{data_dir} exists but is not complete; remove it")
-    store, engine = _store(data_dir, durable=False)
+    store, engine = _store(data_dir, durable=False, database_url=database_url)
     run_id = _new_run(store, n_steps)
     values = _walk(n_keys)
     t0 = time.perf_counter()
@@ -124,13 +126,13 @@ def fill(data_dir: Path, n_keys: int, n_steps: int) -> dict[str, Any]:
     return out
 
 
-def durable_write_ms(n_keys: int, n_steps: int) -> dict[str, Any]:
+def durable_write_ms(n_keys: int, n_steps: int, database_url: str | None = None) -> dict[str, Any]:
     """ms per step written with the service's own engine (``synchronous=FULL``, WAL) on a
     scratch database: one ``record_metrics`` call per step, and (where the store has it)
     ``BATCH`` steps per ``record_metrics_batch`` call; ``n_steps`` steps each."""
     out: dict[str, Any] = {"n_keys": n_keys, "steps": n_steps}
     with tempfile.TemporaryDirectory(prefix="nnx-ppo-bench-write-") as tmp:
-        store, engine = _store(Path(tmp), durable=True)
+        store, engine = _store(Path(tmp), durable=True, database_url=database_url)
         values = _walk(n_keys)
         run_id = _new_run(store, n_steps)
         times = []
@@ -153,10 +155,13 @@ def durable_write_ms(n_keys: int, n_steps: int) -> dict[str, Any]:
     return out
 
 
-def query(data_dir: Path, run_id: str, n_keys: int, requests: int) -> dict[str, Any]:
+def query(
+    data_dir: Path, run_id: str, n_keys: int, requests: int, database_url: str | None = None
+) -> dict[str, Any]:
     """Times the metrics request on the service started on ``data_dir``."""
     jax_cache = data_dir.parent / "jax-unused"
-    with Service(data_dir, jax_cache=jax_cache, worker=False) as service:
+    env = {"NNX_PPO_DATABASE_URL": database_url} if database_url else None
+    with Service(data_dir, jax_cache=jax_cache, worker=False, env=env) as service:
         urls = {
             "all_keys": f"/api/runs/{run_id}/metrics?max_points=1000",
             "one_key": f"/api/runs/{run_id}/metrics?max_points=1000&keys=metric/k00",
@@ -206,18 +211,26 @@ def main(argv: list[str] | None = None) -> dict[str, Any]:
     )
     parser.add_argument("--fill-only", action="store_true")
     parser.add_argument("--write-sample-steps", type=int, default=1000)
+    parser.add_argument(
+        "--database-url",
+        default=None,
+        help="store the datasets in this database (postgresql+psycopg://...) instead of "
+        "a SQLite file per data directory",
+    )
     args = parser.parse_args(argv)
+    url = args.database_url
+    suffix = "" if url is None else "-postgresql"
     datasets = []
     for item in args.datasets.split(","):
         n_keys, n_steps = (int(x) for x in item.split("x"))
-        data_dir = args.data_root / f"metrics-{n_keys}x{n_steps}"
+        data_dir = args.data_root / f"metrics-{n_keys}x{n_steps}{suffix}"
         print(f"filling {data_dir} (through RunStore.record_metrics)", flush=True)
-        datasets.append((data_dir, fill(data_dir, n_keys, n_steps)))
+        datasets.append((data_dir, fill(data_dir, n_keys, n_steps, url)))
     if args.fill_only:
         return {"datasets": [d for _, d in datasets]}
     results = []
     for data_dir, info in datasets:
-        timing = query(data_dir, info["run_id"], info["n_keys"], args.requests)
+        timing = query(data_dir, info["run_id"], info["n_keys"], args.requests, url)
         print(
             f"{info['n_keys']} keys x {info['n_steps']:,} steps: "
             + ", ".join(
@@ -227,7 +240,7 @@ def main(argv: list[str] | None = None) -> dict[str, Any]:
             flush=True,
         )
         results.append({"dataset": info, "query": timing})
-    writes = [durable_write_ms(k, args.write_sample_steps) for k in (10, 1)]
+    writes = [durable_write_ms(k, args.write_sample_steps, url) for k in (10, 1)]
     for w in writes:
         print(
             f"durable write, {w['n_keys']} keys: "
@@ -239,6 +252,7 @@ def main(argv: list[str] | None = None) -> dict[str, Any]:
             "max_points": 1000,
             "step_spacing": STEP_SPACING,
             "datasets": args.datasets,
+            "database": "sqlite" if url is None else "postgresql",
         },
         "results": results,
         "durable_write_ms_per_step": writes,

@@ -12,6 +12,8 @@ from pathlib import Path
 from pydantic import Field, field_validator, model_validator
 from pydantic_settings import BaseSettings, SettingsConfigDict
 
+from server.store.db import backend
+
 LOOPBACK_HOSTS = ("127.0.0.1", "localhost", "[::1]", "::1")
 
 
@@ -23,7 +25,9 @@ class Settings(BaseSettings):
     data_dir: Path = Path("nnx_ppo_data")
     """Holds the database, the runs' files and the JAX compilation cache."""
     database_url: str | None = None
-    """SQLAlchemy URL; default: a SQLite file ``nnx_ppo.db`` in ``data_dir``."""
+    """SQLAlchemy URL; default: a SQLite file ``nnx_ppo.db`` in ``data_dir``. PostgreSQL:
+    ``postgresql+psycopg://USER:PASSWORD@HOST:PORT/DATABASE`` (a database shared by the API
+    and workers on several machines)."""
     api_token: str | None = Field(default=None, min_length=8)
     """The access token; generated at start when unset."""
     host: str = "127.0.0.1"
@@ -64,6 +68,13 @@ class Settings(BaseSettings):
     @classmethod
     def _absolute(cls, value: Path | None) -> Path | None:
         return None if value is None else value.expanduser().resolve()
+
+    @field_validator("database_url")
+    @classmethod
+    def _supported_database(cls, value: str | None) -> str | None:
+        if value is not None:
+            backend(value)  # UnsupportedDatabase (a ValueError) names what is wrong
+        return value
 
     @field_validator("allowed_hosts", mode="before")
     @classmethod

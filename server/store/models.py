@@ -5,7 +5,7 @@ from __future__ import annotations
 
 from typing import Any
 
-from sqlalchemy import JSON, Float, ForeignKey, Index, Integer, String, Text
+from sqlalchemy import JSON, BigInteger, Float, ForeignKey, Index, Integer, String, Text
 from sqlalchemy.orm import DeclarativeBase, Mapped, mapped_column
 
 
@@ -29,8 +29,8 @@ class RunRow(Base):
     queued_at: Mapped[float] = mapped_column(Float)
     started_at: Mapped[float | None] = mapped_column(Float, nullable=True)
     finished_at: Mapped[float | None] = mapped_column(Float, nullable=True)
-    steps: Mapped[int] = mapped_column(Integer, default=0)
-    total_steps: Mapped[int] = mapped_column(Integer)
+    steps: Mapped[int] = mapped_column(BigInteger, default=0)
+    total_steps: Mapped[int] = mapped_column(BigInteger)
     latest_metrics: Mapped[dict[str, Any]] = mapped_column(JSON, default=dict)
     error: Mapped[str | None] = mapped_column(Text, nullable=True)
     last_seq: Mapped[int] = mapped_column(Integer, default=0)
@@ -76,7 +76,7 @@ class MetricRow(Base):
 
     run_id: Mapped[str] = mapped_column(ForeignKey("runs.id", ondelete="CASCADE"), primary_key=True)
     key: Mapped[str] = mapped_column(String(200), primary_key=True)
-    step: Mapped[int] = mapped_column(Integer, primary_key=True)
+    step: Mapped[int] = mapped_column(BigInteger, primary_key=True)
     wall_time: Mapped[float] = mapped_column(Float)
     value: Mapped[float | None] = mapped_column(Float, nullable=True)
 
@@ -102,8 +102,8 @@ class MetricRollupRow(Base):
     key: Mapped[str] = mapped_column(String(200), primary_key=True)
     size: Mapped[int] = mapped_column(Integer, primary_key=True)
     chunk: Mapped[int] = mapped_column(Integer, primary_key=True)
-    first_step: Mapped[int] = mapped_column(Integer)
-    last_step: Mapped[int] = mapped_column(Integer)
+    first_step: Mapped[int] = mapped_column(BigInteger)
+    last_step: Mapped[int] = mapped_column(BigInteger)
     last_value: Mapped[float | None] = mapped_column(Float, nullable=True)
     min_value: Mapped[float | None] = mapped_column(Float, nullable=True)
     max_value: Mapped[float | None] = mapped_column(Float, nullable=True)
@@ -115,7 +115,7 @@ class VideoRow(Base):
 
     id: Mapped[int] = mapped_column(Integer, primary_key=True, autoincrement=True)
     run_id: Mapped[str] = mapped_column(ForeignKey("runs.id", ondelete="CASCADE"), index=True)
-    step: Mapped[int] = mapped_column(Integer)
+    step: Mapped[int] = mapped_column(BigInteger)
     filename: Mapped[str] = mapped_column(String(200))
     episode_reward: Mapped[float | None] = mapped_column(Float, nullable=True)
     episode_length: Mapped[int] = mapped_column(Integer)

@@ -3,14 +3,16 @@
 The API, the worker supervisor and the run processes all go through it. Status changes
 happen only in ``transition``; each appends a ``status`` event in the same transaction, so
 the stream and the row never disagree. Event numbers (``seq``) come from the run row's
-``last_seq`` counter, incremented in the transaction that stores the event: per run, from 1,
-without gaps.
+``last_seq`` counter, incremented in the transaction that stores the event, with the run's
+row locked: per run, from 1, without gaps, on SQLite and PostgreSQL alike.
 
 Every change a runs list shows (created, status, progress, name/tags/notes updated,
 deleted) also appends a row to ``service_events`` in the same transaction: one sequence
-for the whole service (``WS /api/events``), gapless because SQLite has one writer at a
-time. Progress events are throttled to one per run every ``PROGRESS_EVERY_S``; the oldest
-service events are pruned beyond ``SERVICE_EVENTS_KEPT``.
+for the whole service (``WS /api/events``), gapless and in commit order because its writers
+take turns (SQLite has one writer at a time; on PostgreSQL a transaction-scoped advisory
+lock is taken before the seq is chosen, and held to the commit). Progress events are
+throttled to one per run every ``PROGRESS_EVERY_S``; the oldest service events are pruned
+beyond ``SERVICE_EVENTS_KEPT``.
 """
 
 from __future__ import annotations
@@ -46,29 +48,43 @@ from server.store.run_status import TERMINAL, TRANSITIONS, RunStatus, Transition
 ROLLUP_SIZES = (8, 64, 512, 4096)
 """Point counts summarised by the rollup levels (see ``metrics_query``)."""
 
-_UPSERT_ROLLUP = text(
-    """
+_UPSERT_ROLLUP = """
     INSERT INTO metric_rollups
         (run_id, key, size, chunk, first_step, last_step, last_value, min_value, max_value, nans)
-    VALUES (:run_id, :key, :size, :chunk, :step, :step, :value, :value, :value, :nan)
+    VALUES (:run_id, :key, :size, :chunk, :first_step, :last_step, :last_value, :min_value,
+            :max_value, :nans)
     ON CONFLICT (run_id, key, size, chunk) DO UPDATE SET
         last_step = excluded.last_step,
         last_value = excluded.last_value,
-        min_value = CASE WHEN excluded.min_value IS NULL THEN min_value
-                         WHEN min_value IS NULL THEN excluded.min_value
-                         ELSE min(min_value, excluded.min_value) END,
-        max_value = CASE WHEN excluded.max_value IS NULL THEN max_value
-                         WHEN max_value IS NULL THEN excluded.max_value
-                         ELSE max(max_value, excluded.max_value) END,
-        nans = nans + excluded.nans
+        min_value = CASE WHEN excluded.min_value IS NULL THEN metric_rollups.min_value
+                         WHEN metric_rollups.min_value IS NULL THEN excluded.min_value
+                         ELSE {least}(metric_rollups.min_value, excluded.min_value) END,
+        max_value = CASE WHEN excluded.max_value IS NULL THEN metric_rollups.max_value
+                         WHEN metric_rollups.max_value IS NULL THEN excluded.max_value
+                         ELSE {greatest}(metric_rollups.max_value, excluded.max_value) END,
+        nans = metric_rollups.nans + excluded.nans
     """
-)
+_UPSERT_ROLLUPS = {
+    "sqlite": text(_UPSERT_ROLLUP.format(least="min", greatest="max")),
+    "postgresql": text(_UPSERT_ROLLUP.format(least="LEAST", greatest="GREATEST")),
+}
+"""The rollup upsert per backend (SQLite's two-argument ``min``/``max`` are PostgreSQL's
+``LEAST``/``GREATEST``)."""
+_TAG_MATCH = {
+    "sqlite": text("EXISTS (SELECT 1 FROM json_each(runs.tags) WHERE value = :tag)"),
+    "postgresql": text(
+        "EXISTS (SELECT 1 FROM json_array_elements_text(runs.tags) AS t(value) "
+        "WHERE t.value = :tag)"
+    ),
+}
 
 PROGRESS_EVERY_S = 1.0
 """At most one ``progress`` service event per run in this long (per writing process)."""
 SERVICE_EVENTS_KEPT = 100_000
 """Service events kept; older ones are pruned (every ``PRUNE_EVERY`` events)."""
 PRUNE_EVERY = 1000
+_SERVICE_EVENTS_LOCK = 0x6E6E7865
+"""PostgreSQL advisory lock key of the service events' writers (see the module doc)."""
 
 _UPDATE_COUNT = text("UPDATE metric_keys SET count = :c WHERE run_id = :r AND key = :k")
 
@@ -160,11 +176,13 @@ class RunStore:
         if f.kind:
             query = query.where(RunRow.kind == f.kind)
         if f.q:
-            query = query.where(RunRow.name.contains(f.q, autoescape=True))
-        if f.tag:
-            tag_match = text("EXISTS (SELECT 1 FROM json_each(runs.tags) WHERE value = :tag)")
-            query = query.where(tag_match.bindparams(tag=f.tag))
-        with self.sessions() as session:  # one read transaction: one snapshot
+            query = query.where(RunRow.name.icontains(f.q, autoescape=True))
+        # One read transaction: one snapshot on SQLite; on PostgreSQL (READ COMMITTED) the
+        # seq is read before the runs, so a change is at worst both shown and replayed.
+        with self.sessions() as session:
+            if f.tag:
+                tag_match = _TAG_MATCH[_dialect(session)]
+                query = query.where(tag_match.bindparams(tag=f.tag))
             seq = session.scalar(select(func.coalesce(func.max(ServiceEventRow.seq), 0))) or 0
             total = session.scalar(select(func.count()).select_from(query.subquery())) or 0
             rows = session.scalars(
@@ -236,16 +254,20 @@ class RunStore:
         queued, in its place, until enough devices are free; runs asking for more than
         this worker has are left for another.
 
-        The write lock is held from the start of the transaction (``BEGIN IMMEDIATE``), so
-        two supervisors can never claim the same run.
+        Two supervisors can never claim the same run: on SQLite the write lock is held from
+        the start of the transaction (``BEGIN IMMEDIATE``); on PostgreSQL the run's row is
+        locked (``FOR UPDATE``), and a run another supervisor is claiming is skipped
+        (``SKIP LOCKED``) rather than waited for.
         """
-        wanted = func.coalesce(func.json_extract(RunRow.spec, "$.resources.gpus"), 1)
+        wanted = func.coalesce(RunRow.spec[("resources", "gpus")].as_integer(), 1)
         with transaction(self.sessions) as session:
             query = select(RunRow.id, wanted).where(RunRow.status == RunStatus.QUEUED.value)
             if total is not None:
                 query = query.where(wanted <= total)
             first = session.execute(
-                query.order_by(RunRow.queued_at, RunRow.created_at).limit(1)
+                query.order_by(RunRow.queued_at, RunRow.created_at)
+                .limit(1)
+                .with_for_update(skip_locked=True)
             ).first()
             if first is None or (free is not None and first[1] > free):
                 return None
@@ -291,8 +313,8 @@ class RunStore:
             )
             known = set(counts)
             rows: list[dict[str, Any]] = []
-            rollups: list[dict[str, Any]] = []
-            stored_steps = 0
+            rollups: dict[tuple[str, int, int], dict[str, Any]] = {}
+            events: list[dict[str, Any]] = []
             latest = dict(run.latest_metrics)
             for step, wall_time, metrics in batch:
                 if step <= run.steps:  # run.steps is the newest step stored
@@ -310,32 +332,26 @@ class RunStore:
                             "value": stored,
                         }
                     )
-                    rollups.extend(
-                        {
-                            "run_id": run_id,
-                            "key": key,
-                            "size": size,
-                            "chunk": index // size,
-                            "step": step,
-                            "value": stored,
-                            "nan": int(stored is None),
-                        }
-                        for size in ROLLUP_SIZES
-                    )
+                    for size in ROLLUP_SIZES:
+                        _merge_rollup(rollups, run_id, key, size, index // size, step, stored)
                 encoded = {k: values.encode(float(v)) for k, v in metrics.items()}
                 latest.update(encoded)
                 run.steps = step
-                self._append(
-                    session,
-                    run,
-                    "metrics",
-                    {"step": step, "wall_time": wall_time, "values": encoded},
+                run.last_seq += 1
+                events.append(
+                    {
+                        "run_id": run_id,
+                        "seq": run.last_seq,
+                        "type": "metrics",
+                        "time": time.time(),
+                        "payload": {"step": step, "wall_time": wall_time, "values": encoded},
+                    }
                 )
-                stored_steps += 1
-            if not stored_steps:
+            if not events:
                 return 0
+            session.execute(insert(EventRow), events)  # one statement, not one per event
             session.execute(insert(MetricRow), rows)
-            session.execute(_UPSERT_ROLLUP, rollups)
+            session.execute(_UPSERT_ROLLUPS[_dialect(session)], list(rollups.values()))
             updated = [{"r": run_id, "k": k, "c": c} for k, c in counts.items() if k in known]
             if updated:
                 session.execute(_UPDATE_COUNT, updated)
@@ -351,7 +367,7 @@ class RunStore:
             if now - self._progress_at.get(run_id, -math.inf) >= PROGRESS_EVERY_S:
                 self._progress_at[run_id] = now
                 self._service_event(session, run_id, "progress", _progress(run))
-            return stored_steps
+            return len(events)
 
     def record_video(
         self, run_id: str, step: int, filename: str, episode_reward: float, episode_length: int
@@ -480,7 +496,10 @@ class RunStore:
         with transaction(self.sessions) as session:
             workers = {w.id: w for w in session.scalars(select(WorkerRow)).all()}
             running = session.scalars(
-                select(RunRow).where(RunRow.status == RunStatus.RUNNING.value)
+                select(RunRow)
+                .where(RunRow.status == RunStatus.RUNNING.value)
+                .order_by(RunRow.id)  # one lock order for every locker of several runs
+                .with_for_update()
             ).all()
             for run in running:
                 if run.worker_id == own_worker and own_worker is not None:
@@ -501,7 +520,10 @@ class RunStore:
 
     @staticmethod
     def _get(session: Session, run_id: str) -> RunRow:
-        run = session.get(RunRow, run_id)
+        """The run, its row locked until the transaction ends (``FOR UPDATE`` on
+        PostgreSQL; SQLite's write transaction already excludes other writers): whoever
+        changes a run or appends its events holds it, so ``last_seq`` stays gapless."""
+        run = session.get(RunRow, run_id, with_for_update=True)
         if run is None:
             raise RunNotFound(run_id)
         return run
@@ -537,6 +559,12 @@ class RunStore:
     @staticmethod
     def _service_event(session: Session, run_id: str, kind: str, payload: dict[str, Any]) -> None:
         row = ServiceEventRow(type=kind, run_id=run_id, time=time.time(), payload=payload)
+        if _dialect(session) == "postgresql":
+            # Writers take turns until they commit, and the seq follows the newest one: in
+            # commit order and without the gaps that a sequence leaves on rollback.
+            session.execute(text("SELECT pg_advisory_xact_lock(:k)"), {"k": _SERVICE_EVENTS_LOCK})
+            newest = session.scalar(select(func.coalesce(func.max(ServiceEventRow.seq), 0)))
+            row.seq = int(newest or 0) + 1
         session.add(row)
         session.flush()
         if row.seq % PRUNE_EVERY == 0:
@@ -549,6 +577,45 @@ def _progress(run: RunRow) -> dict[str, Any]:
     """What a runs list shows of a run's progress: steps and its newest ``eval/`` values."""
     evals = {k: v for k, v in run.latest_metrics.items() if k.startswith("eval/")}
     return {"steps": run.steps, "total_steps": run.total_steps, "latest_metrics": evals}
+
+
+def _merge_rollup(
+    rollups: dict[tuple[str, int, int], dict[str, Any]],
+    run_id: str,
+    key: str,
+    size: int,
+    chunk: int,
+    step: int,
+    value: float | None,
+) -> None:
+    """Adds one point (``None``: NaN) to the batch's summary of its chunk, so that a batch
+    upserts each chunk once (the upsert merges it with what is stored)."""
+    nan = int(value is None)
+    row = rollups.get((key, size, chunk))
+    if row is None:
+        rollups[(key, size, chunk)] = {
+            "run_id": run_id,
+            "key": key,
+            "size": size,
+            "chunk": chunk,
+            "first_step": step,
+            "last_step": step,
+            "last_value": value,
+            "min_value": value,
+            "max_value": value,
+            "nans": nan,
+        }
+        return
+    row["last_step"], row["last_value"] = step, value
+    if value is not None:
+        low, high = row["min_value"], row["max_value"]
+        row["min_value"] = value if low is None else min(low, value)
+        row["max_value"] = value if high is None else max(high, value)
+    row["nans"] += nan
+
+
+def _dialect(session: Session) -> str:
+    return session.get_bind().dialect.name
 
 
 def _worker_dead(worker: WorkerRow, now: float, timeout: float, host: str) -> bool:

@@ -1,10 +1,12 @@
 """Downsampled metric reads against a brute-force computation over the raw points, on a
-real SQLite file written through the store (which maintains the rollups)."""
+real SQLite file and a real PostgreSQL database written through the store (which maintains
+the rollups)."""
 
 from __future__ import annotations
 
 import math
 import random
+from collections.abc import Iterator
 from pathlib import Path
 
 import pytest
@@ -15,12 +17,19 @@ from server.store.metrics_query import read_series
 from server.store.run_store import RunStore
 
 
-@pytest.fixture(scope="module")
-def store(tmp_path_factory: pytest.TempPathFactory) -> RunStore:
+@pytest.fixture(scope="module", params=["sqlite", "postgresql"])
+def store(
+    request: pytest.FixtureRequest, tmp_path_factory: pytest.TempPathFactory
+) -> Iterator[RunStore]:
     directory = tmp_path_factory.mktemp("metrics")
-    url = f"sqlite:///{directory / 'db.sqlite'}"
-    migrate(url)
-    return RunStore(make_sessionmaker(make_engine(url, durable=False)), directory / "runs")
+    if request.param == "sqlite":
+        url = f"sqlite:///{directory / 'db.sqlite'}"
+        migrate(url)
+    else:
+        url = request.getfixturevalue("postgres").database()
+    engine = make_engine(url, durable=False)
+    yield RunStore(make_sessionmaker(engine), directory / "runs")
+    engine.dispose()
 
 
 def _engine(store: RunStore) -> Engine:

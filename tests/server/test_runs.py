@@ -1,6 +1,6 @@
 """The run API from outside: submit (and the 422s), the stream, metrics, checkpoints,
 logs, edit, list filters, cancel, delete, resume and distillation — against a real
-service with a real worker training real runs."""
+service with a real worker training real runs, on each database backend."""
 
 from __future__ import annotations
 
@@ -13,6 +13,11 @@ from pathlib import Path
 import pytest
 
 from tests.service_harness import Service, tiny_ppo_spec
+
+
+@pytest.fixture(scope="module")
+def service(service_on_each: Service) -> Service:
+    return service_on_each
 
 
 def _locs(response) -> list[list]:  # type: ignore[no-untyped-def]
