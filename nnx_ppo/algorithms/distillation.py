@@ -187,13 +187,7 @@ def train_distillation(
     callbacks = Callbacks(log_fn, checkpoint_fn, video_fn, should_stop)
     result = run_training(step, initial_state, teacher_vars, eval_env or env, schedule, callbacks)
     assert isinstance(result.state, DistillationState)
-    return DistillationTrainResult(
-        training_state=result.state,
-        final_metrics=result.last_metrics,
-        eval_history=result.eval_history,
-        total_steps=result.steps,
-        total_iterations=result.iterations,
-    )
+    return DistillationTrainResult(**result.fields())
 
 
 def as_training_state(state: DistillationState) -> TrainingState:

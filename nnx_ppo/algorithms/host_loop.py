@@ -116,6 +116,16 @@ class LoopResult:
     iterations: int
     eval_history: list[dict[str, Any]]
 
+    def fields(self) -> dict[str, Any]:
+        """The keyword arguments of ``TrainResult`` / ``DistillationTrainResult``."""
+        return {
+            "training_state": self.state,
+            "final_metrics": self.last_metrics,
+            "eval_history": self.eval_history,
+            "total_steps": self.steps,
+            "total_iterations": self.iterations,
+        }
+
 
 def iterations_until(steps: int, every: int, steps_per_iteration: int) -> int:
     """Iterations until the step count first passes a multiple of ``every``."""

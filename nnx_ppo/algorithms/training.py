@@ -144,13 +144,7 @@ def train_ppo(
     callbacks = Callbacks(log_fn, checkpoint_fn, video_fn, should_stop)
     result = run_training(step, initial_state, None, eval_env or env, schedule, callbacks)
     assert isinstance(result.state, TrainingState)
-    return TrainResult(
-        training_state=result.state,
-        final_metrics=result.last_metrics,
-        eval_history=result.eval_history,
-        total_steps=result.steps,
-        total_iterations=result.iterations,
-    )
+    return TrainResult(**result.fields())
 
 
 def training_state_for(env: RLEnv, networks: StatefulModule, config: TrainConfig) -> TrainingState:

@@ -30,24 +30,31 @@ def train(env, networks, *, total_steps, n_envs, rollout_length, learning_rate, 
     return train_ppo(env, networks, config).eval_history[-1]["eval/episode_reward"]
 
 
-def test_mlp_solves_point_reach():
-    env = envs.load("PointReach")
-    networks = factories.make_mlp_actor_critic(
+def small_mlp(env, **fields):
+    return factories.make_mlp_actor_critic(
         env.observation_size,
         env.action_size,
         rngs=nnx.Rngs(0),
         actor_hidden_sizes=(32, 32),
         critic_hidden_sizes=(32, 32),
+        **fields,
     )
-    reward = train(
+
+
+def train_point_reach(env, total_steps):
+    return train(
         env,
-        networks,
-        total_steps=200_000,
+        small_mlp(env),
+        total_steps=total_steps,
         n_envs=64,
         rollout_length=20,
         learning_rate=1e-3,
         eval_length=100,
     )
+
+
+def test_mlp_solves_point_reach():
+    reward = train_point_reach(envs.load("PointReach"), 200_000)
     # A random policy scores about 8 of 100 and a hand-written controller about 94.
     assert reward > 70.0
 
@@ -93,14 +100,7 @@ def test_lstm_solves_memory_task_that_mlp_cannot():
 )
 def test_mlp_learns_point_reach_with_two_reward_streams(combine, normalize):
     env = envs.load("PointReachEnergy")
-    networks = factories.make_mlp_actor_critic(
-        env.observation_size,
-        env.action_size,
-        rngs=nnx.Rngs(0),
-        actor_hidden_sizes=(32, 32),
-        critic_hidden_sizes=(32, 32),
-        reward_streams=("energy", "task"),
-    )
+    networks = small_mlp(env, reward_streams=("energy", "task"))
     config = C.TrainConfig(
         ppo=C.PPOConfig(
             n_envs=64,
@@ -123,21 +123,4 @@ def test_mlp_learns_point_reach_with_two_reward_streams(combine, normalize):
 
 
 def test_mlp_solves_point_reach_with_dict_observations():
-    env = envs.load("PointReachDict")
-    networks = factories.make_mlp_actor_critic(
-        env.observation_size,
-        env.action_size,
-        rngs=nnx.Rngs(0),
-        actor_hidden_sizes=(32, 32),
-        critic_hidden_sizes=(32, 32),
-    )
-    reward = train(
-        env,
-        networks,
-        total_steps=150_000,
-        n_envs=64,
-        rollout_length=20,
-        learning_rate=1e-3,
-        eval_length=100,
-    )
-    assert reward > 60.0
+    assert train_point_reach(envs.load("PointReachDict"), 150_000) > 60.0
