@@ -12,13 +12,16 @@ from typing import Any
 from pydantic import ValidationError
 
 SERVICE_COMMANDS = ("serve", "worker")
+CLIENT_COMMANDS = ("submit", "ls", "watch", "logs", "cancel", "pull", "export")
+"""Commands on the service's API, in ``nnx_ppo.client.cli``."""
 
 
 def _parser() -> argparse.ArgumentParser:
     parser = argparse.ArgumentParser(
         prog="nnx-ppo",
         description="PPO and distillation on MuJoCo Playground, and the service that runs it. "
-        "Library commands: `nnx-ppo envs`, `nnx-ppo train` (see `nnx-ppo train --help`).",
+        "Library commands: `nnx-ppo envs`, `nnx-ppo train` (see `nnx-ppo train --help`). "
+        "Client commands: `nnx-ppo submit|ls|watch|logs|cancel|pull|export` (each with --help).",
     )
     sub = parser.add_subparsers(dest="command", required=True)
     serve = sub.add_parser("serve", help="start the API, the dashboard and a local worker")
@@ -114,6 +117,10 @@ def worker(args: argparse.Namespace) -> int:
 
 def main(argv: list[str] | None = None) -> int:
     argv = sys.argv[1:] if argv is None else argv
+    if argv and argv[0] in CLIENT_COMMANDS:
+        from nnx_ppo.client import cli as client_cli
+
+        return client_cli.main(argv)
     if not argv or argv[0] not in (*SERVICE_COMMANDS, "-h", "--help"):
         from nnx_ppo import cli
 

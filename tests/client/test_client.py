@@ -30,6 +30,7 @@ from nnx_ppo.client import (
     Unauthorized,
 )
 from nnx_ppo.client.archive import extract_checkpoint
+from tests.client.helpers import load_checkpoint_step
 from tests.service_harness import ROOT, TOKEN, Service, free_port, tiny_ppo_spec
 
 
@@ -157,7 +158,7 @@ def test_checkpoints_videos_and_logs(
     again = client.download_checkpoint(run_id, dest=tmp_path)  # replaces it, nothing left over
     assert again == newest and sorted(p.name for p in tmp_path.iterdir()) == ["step_0000008000"]
     older = client.download_checkpoint(run_id, 4000, tmp_path / "older")
-    assert _load_checkpoint(older, finished_run["spec"]) == 4000
+    assert load_checkpoint_step(older, finished_run["spec"]) == 4000
     with pytest.raises(NotFound):
         client.download_checkpoint(run_id, 123, tmp_path)
     assert sorted(p.name for p in tmp_path.iterdir()) == ["older", "step_0000008000"]
@@ -167,18 +168,6 @@ def test_checkpoints_videos_and_logs(
     assert "PointReach" in {e.name for e in client.envs()}  # the catalogue has loaded by now
     assert client.logs(run_id, tail=1).strip().startswith("finished in")
     assert len(client.logs(run_id)) > len(client.logs(run_id, tail=1))
-
-
-def _load_checkpoint(path: Path, spec: dict[str, Any]) -> int:
-    from nnx_ppo import envs
-    from nnx_ppo.algorithms.checkpointing import load_checkpoint
-    from nnx_ppo.algorithms.step import new_training_state
-    from nnx_ppo.presets import make_networks
-
-    env = envs.load(spec["env"]["name"])
-    networks = make_networks(spec["network"], env.observation_size, env.action_size, 0)
-    state = new_training_state(env, networks, 16, 0, 1e-4)
-    return int(load_checkpoint(str(path), state.networks, state.optimizer)["step"])
 
 
 def test_submit_list_cancel_and_wait(client: Client) -> None:

@@ -1,0 +1,246 @@
+"""The client's commands of the ``nnx-ppo`` console script: ``submit``, ``ls``, ``watch``,
+``logs``, ``cancel``, ``pull``, ``export``. Errors print one line and exit non-zero (1: the
+service refused or cannot be reached; 2: bad input here)."""
+
+from __future__ import annotations
+
+import argparse
+import dataclasses
+import datetime
+import enum
+import json
+import sys
+from pathlib import Path
+from typing import Any
+
+from nnx_ppo.client.client import Client
+from nnx_ppo.client.errors import ClientError
+
+COMMANDS = ("submit", "ls", "watch", "logs", "cancel", "pull", "export")
+
+
+def _parser() -> argparse.ArgumentParser:
+    common = argparse.ArgumentParser(add_help=False)
+    common.add_argument("--url", help="the service (default NNX_PPO_URL, else 127.0.0.1:8000)")
+    common.add_argument(
+        "--token",
+        help="access token (default NNX_PPO_API_TOKEN, else <data dir>/api_token, the data "
+        "dir being NNX_PPO_DATA_DIR or ./nnx_ppo_data)",
+    )
+    parser = argparse.ArgumentParser(prog="nnx-ppo", description="The service from the shell.")
+    sub = parser.add_subparsers(dest="command", required=True)
+    submit = sub.add_parser("submit", parents=[common], help="queue a run")
+    what = submit.add_mutually_exclusive_group(required=True)
+    what.add_argument("file", nargs="?", help="a run spec (JSON file; - for stdin)")
+    what.add_argument("--preset", help="a preset of nnx_ppo.presets.PRESETS")
+    submit.add_argument("--name", help="the run's name")
+    submit.add_argument("--tag", action="append", default=None, help="a tag (repeatable)")
+    submit.add_argument("--follow", action="store_true", help="then watch it to its end")
+    ls = sub.add_parser("ls", parents=[common], help="list runs, newest first")
+    ls.add_argument("--status")
+    ls.add_argument("--kind")
+    ls.add_argument("--tag")
+    ls.add_argument("-q", "--query", help="search names")
+    ls.add_argument("-n", "--limit", type=int, default=20)
+    for name, text in (("watch", "follow a run live"), ("cancel", "stop a run")):
+        sub.add_parser(name, parents=[common], help=text).add_argument("id")
+    logs = sub.add_parser("logs", parents=[common], help="a run's output")
+    logs.add_argument("id")
+    logs.add_argument("-f", "--follow", action="store_true", help="keep printing new lines")
+    logs.add_argument("--tail", type=int, help="only the last N lines")
+    pull = sub.add_parser("pull", parents=[common], help="download a checkpoint (and videos)")
+    pull.add_argument("id")
+    pull.add_argument("--step", type=int, help="the checkpoint's step (default: the newest)")
+    pull.add_argument("--videos", action="store_true", help="also the run's videos")
+    pull.add_argument("--dest", help="folder (default ./<id>)")
+    export = sub.add_parser("export", parents=[common], help="replay a finished run elsewhere")
+    export.add_argument("id")
+    export.add_argument("--to", choices=["wandb"], required=True)
+    export.add_argument("--project", required=True, help="the W&B project")
+    export.add_argument("--entity", help="the W&B entity (team or user)")
+    export.add_argument(
+        "--mode",
+        choices=["offline", "online"],
+        default="offline",
+        help="offline (default; upload later with `wandb sync`) or online",
+    )
+    return parser
+
+
+def main(argv: list[str]) -> int:
+    args = _parser().parse_args(argv)
+    try:
+        with Client(args.url, args.token) as client:
+            return int(_HANDLERS[args.command](client, args))
+    except ClientError as error:
+        print(f"error: {error}", file=sys.stderr)
+        return 1
+    except (OSError, ValueError) as error:  # a spec file that cannot be read, bad JSON
+        print(f"error: {error}", file=sys.stderr)
+        return 2
+    except KeyboardInterrupt:
+        return 130
+
+
+def _submit(client: Client, args: argparse.Namespace) -> int:
+    spec = preset_spec(args.preset) if args.preset else _read_spec(args.file)
+    if args.name:
+        spec["name"] = args.name
+    if args.tag:
+        spec["tags"] = [*spec.get("tags", []), *args.tag]
+    run = client.submit(spec)
+    print(f"{run.id}  {run.name}  {run.status}", flush=True)
+    if args.follow:
+        from nnx_ppo.client.watch import watch
+
+        return watch(client, run.id)
+    return 0
+
+
+def _read_spec(file: str) -> dict[str, Any]:
+    text = sys.stdin.read() if file == "-" else Path(file).read_text()
+    try:
+        spec = json.loads(text)
+    except json.JSONDecodeError as error:
+        raise ValueError(f"{file}: not valid JSON: {error}") from None
+    if not isinstance(spec, dict):
+        raise ValueError(f"{file}: a run spec is a JSON object")
+    return spec
+
+
+def preset_spec(name: str) -> dict[str, Any]:
+    """The run spec of ``nnx_ppo.presets.PRESETS[name]``: its env, network and config (the
+    config's fields that differ from ``TrainConfig()``'s defaults)."""
+    from nnx_ppo import presets
+
+    preset = presets.PRESETS.get(name)
+    if preset is None:
+        raise ValueError(f"unknown preset {name!r}; known: {', '.join(sorted(presets.PRESETS))}")
+    return {
+        "kind": "ppo",
+        "name": name,
+        "env": {"name": preset.env, "overrides": _jsonable(preset.env_overrides)},
+        "network": _jsonable(preset.network),
+        "config": _changed_fields(preset.config),
+    }
+
+
+def _changed_fields(config: Any) -> dict[str, Any]:
+    default = type(config)()
+    out: dict[str, Any] = {}
+    for field in dataclasses.fields(config):
+        value, base = getattr(config, field.name), getattr(default, field.name)
+        if dataclasses.is_dataclass(value):
+            nested = _changed_fields(value)
+            if nested:
+                out[field.name] = nested
+        elif value != base:
+            out[field.name] = _jsonable(value)
+    return out
+
+
+def _jsonable(value: Any) -> Any:
+    if isinstance(value, enum.Enum):
+        return int(value.value) if isinstance(value.value, int) else value.name
+    if isinstance(value, dict):
+        return {str(k): _jsonable(v) for k, v in value.items()}
+    if isinstance(value, list | tuple):
+        return [_jsonable(v) for v in value]
+    return value
+
+
+def _ls(client: Client, args: argparse.Namespace) -> int:
+    from rich.console import Console
+    from rich.table import Table
+
+    page = client.runs(
+        status=args.status, kind=args.kind, tag=args.tag, q=args.query, limit=args.limit
+    )
+    table = Table(box=None, pad_edge=False, header_style="bold")
+    for column in ("ID", "NAME", "STATUS", "STEPS", "EVAL REWARD", "CREATED", "TAGS"):
+        table.add_column(column, no_wrap=column in ("ID", "STATUS", "CREATED"))
+    for run in page:
+        reward = run.latest_metrics.get("eval/episode_reward")
+        table.add_row(
+            run.id,
+            run.name,
+            run.status,
+            f"{run.steps:,}/{run.total_steps:,}",
+            "" if reward is None else f"{reward:.3f}",
+            datetime.datetime.fromtimestamp(run.created_at).strftime("%Y-%m-%d %H:%M"),
+            ",".join(run.tags),
+        )
+    console = Console(highlight=False, width=None if sys.stdout.isatty() else 160)
+    console.print(table)
+    if page.total > len(page):
+        console.print(f"({len(page)} of {page.total}; see --limit)")
+    return 0
+
+
+def _watch(client: Client, args: argparse.Namespace) -> int:
+    from nnx_ppo.client.watch import watch
+
+    return watch(client, args.id)
+
+
+def _logs(client: Client, args: argparse.Namespace) -> int:
+    if not args.follow:
+        sys.stdout.write(client.logs(args.id, args.tail))
+        return 0
+    run = client.run(args.id)
+    text = client.logs(args.id, args.tail)
+    sys.stdout.write(text)
+    sys.stdout.flush()
+    if run.finished:
+        return 0
+    # Lines logged between reading the run and its log are in both: skip those repeats.
+    recent = text.splitlines()[-50:]
+    for event in client.follow(args.id, after_seq=run.last_seq):
+        if event.type == "log" and event.line is not None:
+            if recent and event.line in recent:
+                recent = recent[recent.index(event.line) + 1 :]
+                continue
+            recent = []
+            print(event.line, flush=True)
+    return 0
+
+
+def _cancel(client: Client, args: argparse.Namespace) -> int:
+    run = client.cancel(args.id)
+    state = "cancelled" if run.status == "cancelled" else f"{run.status}, stopping"
+    print(f"{run.id}  {state}")
+    return 0
+
+
+def _pull(client: Client, args: argparse.Namespace) -> int:
+    run = client.run(args.id)
+    dest = Path(args.dest or run.id)
+    path = client.download_checkpoint(run.id, args.step, dest)
+    (dest / "spec.json").write_text(json.dumps(run.spec, indent=2) + "\n")
+    print(f"checkpoint: {path}")
+    print(f"spec: {dest / 'spec.json'}")
+    if args.videos:
+        for video in client.videos(run.id):
+            print(f"video: {client.download_video(run.id, video.id, dest / 'videos')}")
+    return 0
+
+
+def _export(client: Client, args: argparse.Namespace) -> int:
+    from nnx_ppo.client.wandb_export import export_to_wandb
+
+    where = export_to_wandb(
+        client, args.id, project=args.project, entity=args.entity, mode=args.mode
+    )
+    print(where)
+    return 0
+
+
+_HANDLERS = {
+    "submit": _submit,
+    "ls": _ls,
+    "watch": _watch,
+    "logs": _logs,
+    "cancel": _cancel,
+    "pull": _pull,
+    "export": _export,
+}

@@ -1,0 +1,103 @@
+"""The client's commands of ``nnx-ppo`` in a subprocess against a real service: submit
+from a file and follow it to its end, ls, watch, logs, pull (a checkpoint that
+``load_checkpoint`` reads), cancel, and one clear line (never a traceback) for errors."""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+from typing import Any
+
+from nnx_ppo.client.cli import preset_spec
+from tests.client.helpers import load_checkpoint_step, nnx_ppo
+from tests.service_harness import Service, free_port, tiny_ppo_spec
+
+
+def _one_error_line(result: Any, *needles: str) -> None:
+    assert result.returncode != 0, result
+    assert "Traceback" not in result.stderr, result.stderr
+    lines = result.stderr.strip().splitlines()
+    assert len(lines) == 1 and lines[0].startswith("error: "), result.stderr
+    for needle in needles:
+        assert needle in lines[0], lines[0]
+
+
+def test_submit_follow_ls_and_logs(service: Service, tmp_path: Path) -> None:
+    spec_file = tmp_path / "spec.json"
+    spec_file.write_text(json.dumps({**tiny_ppo_spec(total_steps=1920), "name": "from-file"}))
+    submitted = nnx_ppo(service, "submit", str(spec_file), "--tag", "cli", "--follow")
+    assert submitted.returncode == 0, submitted.stdout + submitted.stderr
+    run_id, name, status = submitted.stdout.splitlines()[0].split()
+    assert (name, status) == ("from-file", "queued")
+    last = submitted.stdout.strip().splitlines()[-1]
+    assert last.startswith(f"run {run_id} succeeded: 1,920 of 1,920 steps"), submitted.stdout
+    assert "status running" in submitted.stdout and "finished in" in submitted.stdout
+
+    listed = nnx_ppo(service, "ls", "--tag", "cli")
+    assert listed.returncode == 0, listed.stderr
+    rows = [line.split() for line in listed.stdout.splitlines()[1:]]
+    assert [(r[0], r[1], r[2], r[3]) for r in rows] == [
+        (run_id, "from-file", "succeeded", "1,920/1,920")
+    ]
+    logs = nnx_ppo(service, "logs", run_id, "--tail", "1")
+    assert logs.returncode == 0 and logs.stdout.startswith("finished in")
+    followed = nnx_ppo(service, "logs", run_id, "-f")  # a finished run: prints all, ends
+    assert followed.returncode == 0 and followed.stdout.strip().endswith(logs.stdout.strip())
+
+
+def test_watch_and_pull(service: Service, finished_run: dict[str, Any], tmp_path: Path) -> None:
+    run_id = finished_run["id"]
+    watched = nnx_ppo(service, "watch", run_id)
+    assert watched.returncode == 0, watched.stderr
+    out = watched.stdout.strip().splitlines()
+    assert out[-1].startswith(f"run {run_id} succeeded: 8,000 of 8,000 steps in ")
+    assert "eval/episode_reward" in out[-1]
+    assert any("checkpoint at step 4,000" in line for line in out), out
+
+    pulled = nnx_ppo(service, "pull", run_id, "--step", "4000", "--dest", str(tmp_path / "p"))
+    assert pulled.returncode == 0, pulled.stderr
+    checkpoint = tmp_path / "p" / "step_0000004000"
+    assert f"checkpoint: {checkpoint}" in pulled.stdout
+    spec = json.loads((tmp_path / "p" / "spec.json").read_text())
+    assert spec == finished_run["spec"]
+    assert load_checkpoint_step(checkpoint, spec) == 4000
+
+
+def test_cancel(service: Service) -> None:
+    run = service.submit({**tiny_ppo_spec(total_steps=5_000_000), "name": "cli-cancel"})
+    cancelled = nnx_ppo(service, "cancel", run["id"])
+    assert cancelled.returncode == 0 and cancelled.stdout.startswith(run["id"]), cancelled
+    assert service.wait_for(run["id"], timeout=120)["status"] == "cancelled"
+
+
+def test_errors_are_one_line(service: Service, tmp_path: Path) -> None:
+    _one_error_line(nnx_ppo(service, "watch", "0123456789ab"), "404", "not found")
+    bad = tiny_ppo_spec()
+    bad["config"]["ppo"]["n_envs"] = 10
+    (tmp_path / "bad.json").write_text(json.dumps(bad))
+    _one_error_line(nnx_ppo(service, "submit", str(tmp_path / "bad.json")), "config.ppo.n_envs")
+    (tmp_path / "broken.json").write_text("{nope")
+    _one_error_line(nnx_ppo(service, "submit", str(tmp_path / "broken.json")), "not valid JSON")
+    _one_error_line(nnx_ppo(service, "submit", str(tmp_path / "missing.json")), "missing.json")
+    nobody = f"http://127.0.0.1:{free_port()}"
+    _one_error_line(nnx_ppo(service, "ls", "--url", nobody), "cannot reach", nobody)
+    _one_error_line(nnx_ppo(service, "ls", "--token", "wrong-token-123"), "401")
+
+
+def test_a_preset_as_a_run_spec() -> None:
+    """``submit --preset`` sends the preset's env, network and config; the server's own
+    spec reader turns it back into the same TrainConfig."""
+    from nnx_ppo.presets import PRESETS, make_networks
+    from server.schemas import RunCreate
+    from server.spec.spec_check import make_config
+
+    spec = preset_spec("CartpoleBalance")
+    preset = PRESETS["CartpoleBalance"]
+    parsed = RunCreate.model_validate(json.loads(json.dumps(spec)))
+    assert make_config("ppo", parsed.config) == preset.config
+    assert parsed.env.name == preset.env
+    network = parsed.network.factory_fields()
+    assert make_networks(network, 5, 1, 0) is not None
+    assert {k: tuple(v) if isinstance(v, list) else v for k, v in network.items()} == {
+        k: v for k, v in preset.network.items()
+    }
