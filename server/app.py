@@ -17,7 +17,7 @@ from fastapi.responses import FileResponse, HTMLResponse, JSONResponse, Redirect
 from starlette.exceptions import HTTPException as StarletteHTTPException
 
 from server import __version__, values
-from server.api import artifacts, envs, events, health, metrics, runs, stream
+from server.api import artifacts, envs, events, exports, health, metrics, runs, stream
 from server.api.deps import Services
 from server.api.events_hub import ServiceEventsHub
 from server.api.stream_hub import StreamHub
@@ -76,7 +76,7 @@ def create_app(settings: Settings, *, with_worker: bool = True) -> FastAPI:
         redoc_url=None,
     )
     api = APIRouter(prefix="/api")
-    for module in (health, envs, runs, metrics, artifacts, stream, events):
+    for module in (health, envs, runs, metrics, artifacts, stream, events, exports):
         api.include_router(module.router)
     app.include_router(api)
     _add_error_handlers(app)
