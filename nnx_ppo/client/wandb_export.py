@@ -5,7 +5,7 @@ from __future__ import annotations
 
 import tempfile
 from collections import defaultdict
-from typing import Any
+from typing import Any, Literal
 
 from nnx_ppo.client.client import Client
 from nnx_ppo.client.errors import ClientError
@@ -17,7 +17,7 @@ def export_to_wandb(
     *,
     project: str,
     entity: str | None = None,
-    mode: str = "offline",
+    mode: Literal["offline", "online"] = "offline",
 ) -> str:
     """Replays the finished run ``run_id`` into a new W&B run; returns where it went (the
     offline run's folder, to upload with ``wandb sync``, or the online run's URL)."""

@@ -126,6 +126,23 @@ export interface paths {
         patch?: never;
         trace?: never;
     };
+    "/api/runs/{run_id}/export": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        /** Export Run */
+        get: operations["export_run_api_runs__run_id__export_get"];
+        put?: never;
+        post?: never;
+        delete?: never;
+        options?: never;
+        head?: never;
+        patch?: never;
+        trace?: never;
+    };
     "/api/runs/{run_id}/logs": {
         parameters: {
             query?: never;
@@ -347,6 +364,11 @@ export interface components {
             min_std?: number | null;
             /** Normalize Obs */
             normalize_obs?: boolean | null;
+            /**
+             * Reward Streams
+             * @description One value head per reward stream of a dict reward; default: the env's.
+             */
+            reward_streams?: string[] | null;
         };
         /**
          * ResourcesSpec
@@ -894,6 +916,49 @@ export interface operations {
                     [name: string]: unknown;
                 };
                 content?: never;
+            };
+            /** @description Unknown run */
+            404: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorPublic"];
+                };
+            };
+            /** @description Validation Error */
+            422: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["HTTPValidationError"];
+                };
+            };
+        };
+    };
+    export_run_api_runs__run_id__export_get: {
+        parameters: {
+            query: {
+                /** @description The export's format */
+                format: "tensorboard";
+            };
+            header?: never;
+            path: {
+                run_id: string;
+            };
+            cookie?: never;
+        };
+        requestBody?: never;
+        responses: {
+            /** @description A TensorBoard event file (events.out.tfevents.*) of every scalar at its step and wall time; put it in a log dir and run `tensorboard --logdir`. */
+            200: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/octet-stream": unknown;
+                };
             };
             /** @description Unknown run */
             404: {
