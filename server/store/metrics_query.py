@@ -22,7 +22,7 @@ import math
 from dataclasses import dataclass, field
 from typing import Any
 
-from sqlalchemy import Connection, text
+from sqlalchemy import Connection, bindparam, text
 
 from server import values
 from server.store.run_store import ROLLUP_SIZES
@@ -45,6 +45,18 @@ _FIRST = text("SELECT MIN(step) FROM metrics WHERE run_id = :run AND key = :key"
 _STORED = text("SELECT count FROM metric_keys WHERE run_id = :run AND key = :key")
 _WALL_TIME_CHUNK = 500
 """Steps per wall-time lookup (SQLite limits a statement's parameters)."""
+# Built once (a text() per call costs more than the lookup: its parameters are parsed by
+# SQLAlchemy and the driver each time): SQLite expands the list into its parameters,
+# PostgreSQL takes it as one array.
+_WALL_TIMES = {
+    "sqlite": text(
+        "SELECT step, wall_time FROM metrics WHERE run_id = :run AND key = :key AND step IN :steps"
+    ).bindparams(bindparam("steps", expanding=True)),
+    "postgresql": text(
+        "SELECT step, wall_time FROM metrics "
+        "WHERE run_id = :run AND key = :key AND step = ANY(:steps)"
+    ),
+}
 _COUNT_AFTER = text(
     "SELECT COUNT(*) FROM metrics WHERE run_id = :run AND key = :key AND step > :after"
 )
@@ -93,9 +105,9 @@ def read_series(
     rows: list[tuple[Any, ...]] = []
     size = _rollup_size(count, max_points)
     if size is not None:
-        rows = list(conn.execute(_ROLLUP, {**params, "size": size}))
+        rows = list(conn.execute(_ROLLUP, {**params, "size": size}).all())  # one fetch
         before = rows[0][0] if rows else before
-    raw = list(conn.execute(_RAW, {**params, "before": before}))
+    raw = list(conn.execute(_RAW, {**params, "before": before}).all())
     out = _bucket(raw + rows, lo, hi, max_points)
     out.wall_time = _wall_times(conn, run_id, key, out.step)
     return out
@@ -104,16 +116,12 @@ def read_series(
 def _wall_times(conn: Connection, run_id: str, key: str, steps: list[int]) -> list[float]:
     """The wall time of each of ``steps`` (points of ``key`` that exist)."""
     found: dict[int, float] = {}
-    for start in range(0, len(steps), _WALL_TIME_CHUNK):
-        chunk = steps[start : start + _WALL_TIME_CHUNK]
-        marks = ",".join(f":s{i}" for i in range(len(chunk)))
-        query = text(
-            "SELECT step, wall_time FROM metrics "
-            f"WHERE run_id = :run AND key = :key AND step IN ({marks})"
-        )
-        params: dict[str, Any] = {"run": run_id, "key": key}
-        params.update({f"s{i}": step for i, step in enumerate(chunk)})
-        for step, wall in conn.execute(query, params).tuples():
+    dialect = conn.dialect.name
+    chunk_size = _WALL_TIME_CHUNK if dialect == "sqlite" else max(1, len(steps))
+    for start in range(0, len(steps), chunk_size):
+        chunk = steps[start : start + chunk_size]
+        params = {"run": run_id, "key": key, "steps": chunk}
+        for step, wall in conn.execute(_WALL_TIMES[dialect], params).tuples().all():
             found[int(step)] = float(wall)
     return [found[step] for step in steps]
 
