@@ -38,6 +38,7 @@ from server.worker.compile_clock import CompileClock
 from server.worker.devices import Placement
 from server.worker.reporter import RunReporter
 from server.worker.run_process import StopSignal
+from server.worker.system_metrics import SystemMetricsThread
 
 Outcome = tuple[str, str | None]
 
@@ -75,6 +76,14 @@ class RunExecution:
     # -- the run ------------------------------------------------------------------------
 
     def execute(self) -> Outcome:
+        system = SystemMetricsThread(self.reporter.attach, self.settings.system_metrics_seconds)
+        system.start()
+        try:
+            return self._execute()
+        finally:
+            system.stop()
+
+    def _execute(self) -> Outcome:
         enable_compilation_cache(str(self.settings.compile_cache))
         self.compile_clock = CompileClock()
         self.first_logged = False

@@ -42,6 +42,8 @@ class RunReporter:
         self._cancelled = False
         self._queue: queue.Queue[_Item] = queue.Queue()
         self._error: BaseException | None = None
+        self._attached: dict[str, float] = {}
+        self._attached_lock = threading.Lock()
         self._writer = threading.Thread(target=self._write_forever, daemon=True, name="reporter")
         self._writer.start()
 
@@ -57,7 +59,16 @@ class RunReporter:
     # -- reports (queued, in order) -----------------------------------------------------
 
     def metrics(self, step: int, values: Mapping[str, float]) -> None:
-        self._put("metrics", (step, time.time(), dict(values)))
+        """One step's metrics, with the newest ``attach``-ed values not yet reported."""
+        with self._attached_lock:
+            attached, self._attached = self._attached, {}
+        self._put("metrics", (step, time.time(), {**attached, **values}))
+
+    def attach(self, values: Mapping[str, float]) -> None:
+        """Values sampled beside training (``system/*``, from another thread), stored with
+        the next step's metrics; a newer value of a key replaces an unreported one."""
+        with self._attached_lock:
+            self._attached.update(values)
 
     def video(self, step: int, filename: str, episode_reward: float, episode_length: int) -> None:
         self._put("video", (step, filename, episode_reward, episode_length))

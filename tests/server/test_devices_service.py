@@ -18,7 +18,11 @@ PLACEMENT = re.compile(r"placement: devices (\S+); JAX sees (\d+) device\(s\); (
 @pytest.fixture(scope="module")
 def service(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Service]:
     data = tmp_path_factory.mktemp("devices") / "data"
-    svc = Service(data, args=["--workers", "2", "--runs-per-device", "2"]).start()
+    svc = Service(
+        data,
+        args=["--workers", "2", "--runs-per-device", "2"],
+        env={"NNX_PPO_SYSTEM_METRICS_SECONDS": "0.5"},
+    ).start()
     yield svc
     svc.close()
 
@@ -63,3 +67,14 @@ def test_runs_get_their_devices_through_their_environment(service: Service) -> N
     assert "XLA_FLAGS" not in env_a or "device_count=2" not in env_a["XLA_FLAGS"]
     for placed in (env_a, env_b, env):  # two runs per device: no preallocation
         assert placed["XLA_PYTHON_CLIENT_PREALLOCATE"] == "false"
+
+    # Each run process sampled itself: system/* metrics are in its stream, at its steps.
+    events = service.events(one_a)
+    system = [e for e in events if e["type"] == "metrics" and "system/rss_bytes" in e["values"]]
+    assert system, [e["values"].keys() for e in events if e["type"] == "metrics"]
+    values = system[-1]["values"]
+    assert values["system/rss_bytes"] > 50e6  # a process with JAX loaded
+    assert values["system/host_memory_available_bytes"] > 0
+    assert values["system/cpu_percent"] >= 0
+    assert "losses/total" in values  # stored with that step's training metrics
+    assert not any(key.startswith("system/gpu") for key in values)  # no GPU here
