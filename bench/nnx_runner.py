@@ -27,9 +27,10 @@ libraries do the same work per update:
 * ``batch_size``: our minibatches split the env axis of one rollout, so an update always uses
   exactly one rollout of ``n_envs x rollout_length`` steps. Brax's ``batch_size *
   n_minibatches`` must therefore equal ``n_envs`` (one rollout per Brax update too), or the
-  settings are rejected. ``reward_scaling`` must be 1 (we have no reward scaling) and
-  ``num_resets_per_eval`` 0 (we never reset all envs): other values are rejected rather than
-  silently ignored, so "equal settings" stay equal.
+  settings are rejected. ``reward_scaling`` -> ``PPOConfig.reward_scaling`` (both libraries
+  multiply rewards inside the loss only). ``num_resets_per_eval`` must be 0 (we never reset
+  all envs): other values are rejected rather than silently ignored, so "equal settings"
+  stay equal.
 
 Timing: ``train_ppo`` runs up to 32 PPO iterations per jitted call and, with
 ``LoggingLevel.THROUGHPUT``, reports that call's env steps/s (its wall time, evaluation
@@ -182,8 +183,6 @@ def nnx_settings(settings: Mapping[str, Any]) -> BraxPPOSettings:
             f"batch_size ({cfg.batch_size}) * n_minibatches ({cfg.n_minibatches}) must equal "
             f"n_envs ({cfg.n_envs}): nnx-ppo's minibatches split one rollout's env axis"
         )
-    if cfg.reward_scaling != 1:
-        raise ValueError(f"reward_scaling ({cfg.reward_scaling}) must be 1: nnx-ppo has none")
     if cfg.num_resets_per_eval != 0:
         raise ValueError(
             f"num_resets_per_eval ({cfg.num_resets_per_eval}) must be 0: nnx-ppo never resets "
@@ -213,6 +212,7 @@ def train_config(
         clip_range=cfg.clipping_epsilon,
         critic_loss_weight=cfg.vf_loss_coefficient,
         gradient_clipping=cfg.max_grad_norm,
+        reward_scaling=cfg.reward_scaling,
         logging_level=C.LoggingLevel.LOSSES | C.LoggingLevel.THROUGHPUT,
         anneal_learning_rate=anneal_learning_rate,
     )

@@ -99,7 +99,31 @@ NNX_CARTPOLE: Mapping[str, Any] = MappingProxyType(
 )
 """Learning preset for nnx-ppo on CartpoleBalance: the defaults we ship for it."""
 
+PLAYGROUND_GPU: Mapping[str, Any] = MappingProxyType(
+    {
+        # Playground's dm_control_suite PPO config for CartpoleBalance on one GPU: 2048 envs,
+        # unroll 30, 32 minibatches, 16 epochs, lr 1e-3, discount 0.995, reward scaling 10,
+        # entropy 1e-2, clipping 0.3, policy 4x32, value 5x256. One rollout per update (our
+        # minibatches split the env axis): 32 minibatches of 64 envs x 30 steps.
+        **PLAYGROUND_LIKE,
+        "n_envs": 2048,
+        "n_minibatches": 32,
+        "n_epochs": 16,
+        "batch_size": 64,
+        "value_hidden": (256, 256, 256, 256, 256),
+        "total_steps": 20_000_000,
+        "num_evals": 11,
+        "num_eval_envs": 128,
+    }
+)
+"""GPU preset: Playground's published CartpoleBalance settings (``bench/gpu_check.sh``)."""
+
 PRESETS: Mapping[str, Mapping[str, Any]] = MappingProxyType(
-    {"speed": SPEED, "playground_like": PLAYGROUND_LIKE, "nnx_cartpole": NNX_CARTPOLE}
+    {
+        "speed": SPEED,
+        "playground_like": PLAYGROUND_LIKE,
+        "nnx_cartpole": NNX_CARTPOLE,
+        "playground_gpu": PLAYGROUND_GPU,
+    }
 )
 """Presets by the name the command lines accept."""
