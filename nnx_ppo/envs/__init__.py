@@ -15,12 +15,19 @@ from nnx_ppo.envs.builtin import (
     PointReachDict,
     PointReachEnergy,
 )
-from nnx_ppo.envs.loading import available_envs, describe, load
+from nnx_ppo.envs.loading import (
+    AssetsMissing,
+    available_envs,
+    describe,
+    load,
+    unavailable_reason,
+)
 from nnx_ppo.envs.state import State
 from nnx_ppo.envs.wrappers import EpisodeWrapper
 
 __all__ = [
     "BUILTIN_ENVS",
+    "AssetsMissing",
     "BuiltinEnv",
     "EpisodeWrapper",
     "MemoryCue",
@@ -33,4 +40,5 @@ __all__ = [
     "available_envs",
     "describe",
     "load",
+    "unavailable_reason",
 ]

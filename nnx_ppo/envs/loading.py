@@ -2,16 +2,23 @@
 
 MuJoCo Playground is imported inside the functions that need it (it takes seconds to
 import), so importing ``nnx_ppo.envs`` stays cheap.
+
+Envs that need MuJoCo Menagerie (``nnx_ppo.catalogue.MENAGERIE_ASSETS``) load from
+``$NNX_PPO_MENAGERIE_DIR`` when it is set, otherwise from where Playground keeps it. When
+their assets are missing, ``load`` raises ``AssetsMissing`` (a ``ValueError``) naming the
+env, the missing folder and the fix; Playground's own ``git clone`` is never run from here.
 """
 
 from __future__ import annotations
 
 import inspect
 from collections.abc import Mapping
+from pathlib import Path
 from typing import Any
 
 import jax
 
+from nnx_ppo import catalogue
 from nnx_ppo.envs.builtin import BUILTIN_ENVS
 from nnx_ppo.envs.wrappers import EpisodeWrapper
 
@@ -19,13 +26,25 @@ _EPISODE_LENGTH = "episode_length"
 _FALLBACK_EPISODE_LENGTH = 1000
 
 
+class AssetsMissing(ValueError):
+    """An env's MuJoCo Menagerie assets are not on this machine; the message says which
+    folder and how to get it."""
+
+
 def available_envs() -> list[str]:
-    """Names that ``load`` accepts: the built-in envs, then MuJoCo Playground's envs.
+    """Names that ``load`` accepts: the built-in envs, then MuJoCo Playground's envs
+    (including those whose assets are missing; see ``unavailable_reason``).
 
     Returns:
         The env names, built-in names first.
     """
     return list(BUILTIN_ENVS) + list(_playground_env_names())
+
+
+def unavailable_reason(name: str) -> str | None:
+    """Why ``name`` cannot be loaded on this machine (missing Menagerie assets, with the
+    fix), or None when it can. Cheap: it only looks at the file system."""
+    return catalogue.missing_assets(name)
 
 
 def load(name: str, overrides: Mapping[str, Any] | None = None) -> EpisodeWrapper:
@@ -49,6 +68,7 @@ def load(name: str, overrides: Mapping[str, Any] | None = None) -> EpisodeWrappe
         The env in an ``EpisodeWrapper``.
 
     Raises:
+        AssetsMissing: If the env needs MuJoCo Menagerie assets that are not here.
         ValueError: If ``name`` is unknown (the message lists available names), if an
             override key is unknown (the message names it), or if a value is invalid.
     """
@@ -128,8 +148,13 @@ def _load_builtin(name: str, overrides: dict[str, Any]) -> EpisodeWrapper:
 
 
 def _load_playground(name: str, overrides: dict[str, Any]) -> EpisodeWrapper:
+    reason = catalogue.missing_assets(name)
+    if reason is not None:
+        raise AssetsMissing(reason)
     from mujoco_playground import registry  # Slow import, kept lazy.
 
+    if name in catalogue.MENAGERIE_ASSETS:
+        _point_playground_at_menagerie(name)
     default_config = registry.get_default_config(name)
     unknown = sorted(key for key in overrides if not _config_has_key(default_config, key))
     if bad_keys := [key for key in unknown if key != _EPISODE_LENGTH]:
@@ -152,10 +177,27 @@ def _load_playground(name: str, overrides: dict[str, Any]) -> EpisodeWrapper:
     return EpisodeWrapper(env, episode_length)
 
 
-def _playground_env_names() -> tuple[str, ...]:
-    from mujoco_playground import registry  # Slow import, kept lazy.
+def _point_playground_at_menagerie(name: str) -> None:
+    """Makes Playground read Menagerie from ``catalogue.menagerie_dir()`` and replaces its
+    clone-on-first-use with an ``AssetsMissing`` error."""
+    from etils import epath
+    from mujoco_playground._src import mjx_env
 
-    return tuple(registry.ALL_ENVS)
+    root = catalogue.menagerie_dir()
+    if root is not None:
+        mjx_env.MENAGERIE_PATH = epath.Path(root)
+
+    def refuse_to_clone() -> None:
+        if not Path(mjx_env.MENAGERIE_PATH).is_dir():
+            raise AssetsMissing(
+                catalogue.missing_assets(name) or f"MuJoCo Menagerie is missing for {name!r}"
+            )
+
+    mjx_env.ensure_menagerie_exists = refuse_to_clone
+
+
+def _playground_env_names() -> tuple[str, ...]:
+    return tuple(catalogue.PLAYGROUND_FAMILIES)
 
 
 def _on_cpu() -> bool:

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import math
 from typing import Any
 
 import jax
@@ -66,12 +67,20 @@ class PPONetwork(StatefulModule):
             return flatten_obs(obs, self.obs_shapes)
         return self.normalizer.normalize(obs)
 
+    def actor_features(self, features: jax.Array) -> jax.Array:
+        """The part of ``features`` the actor reads: all of it here."""
+        return features
+
+    def critic_features(self, features: jax.Array) -> jax.Array:
+        """The part of ``features`` the critic reads: all of it here."""
+        return features
+
     def __call__(
         self, state: dict[str, Any], obs: Any, rollout_extras: Any = None
     ) -> StatefulOutput:
         x = self.features(obs)
-        actor_out = self.actor(state["actor"], x)
-        critic_out = self.critic(state["critic"], x)
+        actor_out = self.actor(state["actor"], self.actor_features(x))
+        critic_out = self.critic(state["critic"], self.critic_features(x))
         sample = self.sampler((), actor_out.output, rollout_extras)
         reg = actor_out.regularization_loss + critic_out.regularization_loss
         reg = reg + sample.regularization_loss
@@ -105,7 +114,7 @@ class PPONetwork(StatefulModule):
         if jax.tree.leaves(state["critic"]):
             return self(state, obs)
         x = self.features(obs)
-        actor_out = self.actor(state["actor"], x)
+        actor_out = self.actor(state["actor"], self.actor_features(x))
         sample = self.sampler((), actor_out.output, None)
         reg = actor_out.regularization_loss + sample.regularization_loss
         metrics = {**actor_out.metrics, **sample.metrics}
@@ -127,6 +136,69 @@ class PPONetwork(StatefulModule):
         """Updates the observation normalizer (no-op without one)."""
         if self.normalizer is not None:
             self.normalizer.update_statistics(obs, mask)
+
+
+class AsymmetricPPONetwork(PPONetwork):
+    """A ``PPONetwork`` whose actor and critic read different keys of a dict observation.
+
+    MuJoCo Playground's locomotion envs observe ``{"state", "privileged_state"}``: the
+    policy must act from ``state`` alone, while the value may use ``privileged_state``
+    (simulator quantities a real robot lacks). The observation is normalized as a whole
+    (each feature has its own running statistics, so a key's normalized features do not
+    depend on the other keys), then the actor gets the features of ``policy_obs_key`` and
+    the critic those of ``value_obs_key``.
+
+    Args:
+        actor, critic, sampler, normalizer, obs_shapes, value_streams: As for
+            ``PPONetwork``; ``obs_shapes`` must be a dict.
+        policy_obs_key: The observation key the actor reads.
+        value_obs_key: The observation key the critic reads.
+    """
+
+    def __init__(
+        self,
+        actor: StatefulModule,
+        critic: StatefulModule,
+        sampler: TanhNormalSampler,
+        normalizer: Normalizer | None,
+        obs_shapes: Any,
+        value_streams: tuple[str, ...] | None = None,
+        *,
+        policy_obs_key: str,
+        value_obs_key: str,
+    ):
+        super().__init__(actor, critic, sampler, normalizer, obs_shapes, value_streams)
+        self.policy_obs_key = policy_obs_key
+        self.value_obs_key = value_obs_key
+        self.policy_slice = key_slice(obs_shapes, policy_obs_key, "policy_obs_key")
+        self.value_slice = key_slice(obs_shapes, value_obs_key, "value_obs_key")
+
+    def actor_features(self, features: jax.Array) -> jax.Array:
+        start, stop = self.policy_slice
+        return features[..., start:stop]
+
+    def critic_features(self, features: jax.Array) -> jax.Array:
+        start, stop = self.value_slice
+        return features[..., start:stop]
+
+
+def key_slice(obs_shapes: Any, key: str, field: str) -> tuple[int, int]:
+    """``(start, stop)`` of ``key``'s features in a flattened dict observation (keys in
+    sorted order, as ``flatten_obs`` concatenates them).
+
+    Raises:
+        ValueError: naming ``field`` when the observation is not a dict or lacks ``key``.
+    """
+    if not isinstance(obs_shapes, dict) or key not in obs_shapes:
+        keys = sorted(obs_shapes) if isinstance(obs_shapes, dict) else "none (not a dict)"
+        raise ValueError(f"{field} {key!r} is not a key of the observation; its keys: {keys}")
+    start = 0
+    for name, shape in sorted(obs_shapes.items()):
+        size = math.prod(shape)
+        if name == key:
+            return start, start + size
+        start += size
+    raise AssertionError("unreachable")
 
 
 def update_statistics(networks: nnx.Module, obs: Any, mask: jax.Array | None = None) -> None:

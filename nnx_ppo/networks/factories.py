@@ -10,7 +10,7 @@ from typing import Any
 
 from flax import nnx
 
-from nnx_ppo.networks.actor_critic import PPONetwork
+from nnx_ppo.networks.actor_critic import AsymmetricPPONetwork, PPONetwork, key_slice
 from nnx_ppo.networks.layers import LSTM, MLP, Sequential
 from nnx_ppo.networks.normalizer import Normalizer, flat_size, obs_shapes
 from nnx_ppo.networks.samplers import TanhNormalSampler
@@ -71,8 +71,16 @@ def make_mlp_actor_critic(
     entropy_weight: float = 1e-2,
     min_std: float = 1e-3,
     reward_streams: Sequence[str] | None = None,
+    policy_obs_key: str | None = None,
+    value_obs_key: str | None = None, (Presets for every Playground env (mapped from Playground's Brax PPO params, CPU/GPU variants, unmapped listed); asymmetric actor-critic (policy_obs_key/value_obs_key); Menagerie detection (NNX_PPO_MENAGERIE_DIR, AssetsMissing, never clones); jax-free env catalogue)
 ) -> PPONetwork:
     """A feed-forward actor-critic: separate MLPs for the policy and the value.
+
+    With dict observations, ``policy_obs_key`` / ``value_obs_key`` make it asymmetric
+    (``AsymmetricPPONetwork``): the policy reads only that key (e.g. ``"state"``), the
+    value only its own (e.g. ``"privileged_state"``). Like Brax's ``policy_obs_key`` /
+    ``value_obs_key``, they are ignored for array observations, so one preset fits an env
+    whatever its observation is; unset, both read every key.
 
     Args:
         obs_size: The env's ``observation_size`` (int, shape, or dict of shapes).
@@ -87,23 +95,62 @@ def make_mlp_actor_critic(
         min_std: Floor of the policy's standard deviation.
         reward_streams: Names of the env's reward streams when its reward is a dict: one
             value head each (``value_estimates`` is then a dict). None: one value.
+        policy_obs_key: The dict-observation key the policy reads (None: all keys).
+        value_obs_key: The dict-observation key the value reads (None: all keys).
     """
     obs_size = _check_obs_size(obs_size)
     action_size = _check_action_size(action_size)
     actor_hidden = _check_sizes("actor_hidden_sizes", actor_hidden_sizes)
     critic_hidden = _check_sizes("critic_hidden_sizes", critic_hidden_sizes)
-    n_in = flat_size(obs_size)
+    keys = _obs_keys(obs_size, policy_obs_key, value_obs_key)
+    shapes = obs_shapes(obs_size)
+    n_actor_in = n_critic_in = flat_size(obs_size)
+    if keys is not None:
+        n_actor_in = _width(key_slice(shapes, keys[0], "policy_obs_key"))
+        n_critic_in = _width(key_slice(shapes, keys[1], "value_obs_key"))
     actor = MLP(
-        (n_in, *actor_hidden, 2 * action_size),
+        (n_actor_in, *actor_hidden, 2 * action_size),
         rngs=rngs,
         activation=activation,
         last_layer_scale=0.01,
     )
     streams = _check_streams(reward_streams)
-    critic = MLP((n_in, *critic_hidden, len(streams or (0,))), rngs=rngs, activation=activation)
-    return _assemble(
-        obs_size, action_size, actor, critic, rngs, normalize_obs, entropy_weight, min_std, streams
+    critic = MLP(
+        (n_critic_in, *critic_hidden, len(streams or (0,))), rngs=rngs, activation=activation
     )
+    return _assemble(
+        obs_size,
+        action_size,
+        actor,
+        critic,
+        rngs,
+        normalize_obs,
+        entropy_weight,
+        min_std,
+        streams,
+        obs_keys=keys,
+    )
+
+
+def _obs_keys(
+    obs_size: Any, policy_obs_key: str | None, value_obs_key: str | None
+) -> tuple[str, str] | None:
+    """The (policy, value) keys when the network is asymmetric, else None."""
+    for field, key in (("policy_obs_key", policy_obs_key), ("value_obs_key", value_obs_key)):
+        if key is not None and not isinstance(key, str):
+            raise ValueError(f"{field} must be a string or None, got {key!r}")
+    if not isinstance(obs_size, dict) or (policy_obs_key is None and value_obs_key is None):
+        return None
+    if policy_obs_key is None or value_obs_key is None:
+        raise ValueError(
+            "policy_obs_key and value_obs_key must be given together, got "
+            f"policy_obs_key={policy_obs_key!r}, value_obs_key={value_obs_key!r}"
+        )
+    return policy_obs_key, value_obs_key
+
+
+def _width(bounds: tuple[int, int]) -> int:
+    return bounds[1] - bounds[0]
 
 
 def make_lstm_actor_critic(
@@ -175,11 +222,23 @@ def _assemble(
     entropy_weight: float,
     min_std: float,
     reward_streams: tuple[str, ...] | None = None,
+    obs_keys: tuple[str, str] | None = None,
 ) -> PPONetwork:
     sampler = TanhNormalSampler(
         action_size, rngs=rngs, entropy_weight=entropy_weight, min_std=min_std
     )
     normalizer = Normalizer(obs_size) if normalize_obs else None
+    if obs_keys is not None:
+        return AsymmetricPPONetwork(
+            actor,
+            critic,
+            sampler,
+            normalizer,
+            obs_shapes(obs_size),
+            value_streams=reward_streams,
+            policy_obs_key=obs_keys[0],
+            value_obs_key=obs_keys[1],
+        )
     return PPONetwork(
         actor, critic, sampler, normalizer, obs_shapes(obs_size), value_streams=reward_streams
     )

@@ -1,0 +1,90 @@
+"""The env catalogue: names without JAX, and MuJoCo Menagerie detection in both states."""
+
+from __future__ import annotations
+
+import subprocess
+import sys
+from pathlib import Path
+
+import pytest
+
+from nnx_ppo import catalogue, envs
+
+
+def test_catalogue_matches_the_installed_registry_and_builtins():
+    from mujoco_playground import dm_control_suite, locomotion, manipulation, registry
+
+    assert list(catalogue.PLAYGROUND_FAMILIES) == list(registry.ALL_ENVS)
+    assert [n for n, f in catalogue.PLAYGROUND_FAMILIES.items() if f == "locomotion"] == list(
+        locomotion.ALL_ENVS
+    )
+    assert [n for n, f in catalogue.PLAYGROUND_FAMILIES.items() if f == "manipulation"] == list(
+        manipulation.ALL_ENVS
+    )
+    dm = [n for n, f in catalogue.PLAYGROUND_FAMILIES.items() if f == "dm_control_suite"]
+    assert dm == list(dm_control_suite.ALL_ENVS)
+    # Every locomotion/manipulation env runs Playground's ensure_menagerie_exists.
+    assert set(catalogue.MENAGERIE_ASSETS) == set(locomotion.ALL_ENVS) | set(
+        manipulation.ALL_ENVS
+    )
+    assert catalogue.BUILTIN_ENV_NAMES == tuple(envs.BUILTIN_ENVS)
+    assert envs.available_envs() == catalogue.env_names()
+
+
+def test_playground_menagerie_location_is_playgrounds_own():
+    from mujoco_playground._src import mjx_env
+
+    assert catalogue.playground_menagerie_dir() == Path(str(mjx_env.MENAGERIE_PATH))
+
+
+def test_catalogue_imports_neither_jax_nor_playground():
+    code = (
+        "import sys, nnx_ppo.catalogue as c; c.env_names(); c.missing_assets('Go1Getup'); "
+        "assert 'jax' not in sys.modules and 'mujoco_playground' not in sys.modules"
+    )
+    subprocess.run([sys.executable, "-c", code], check=True, timeout=60)
+
+
+@pytest.fixture
+def no_clone(monkeypatch):
+    """Fails the test if anything starts a subprocess (Playground's git clone)."""
+
+    def refuse(*args, **kwargs):
+        raise AssertionError(f"a subprocess was started: {args}")
+
+    monkeypatch.setattr(subprocess, "Popen", refuse)
+    monkeypatch.setattr(subprocess, "run", refuse)
+
+
+def test_missing_menagerie_is_a_clear_error_and_never_clones(tmp_path, monkeypatch, no_clone):
+    monkeypatch.setenv(catalogue.MENAGERIE_ENV_VAR, str(tmp_path / "menagerie"))
+    reason = envs.unavailable_reason("Go1Getup")
+    assert reason is not None
+    assert "Go1Getup" in reason and str(tmp_path / "menagerie" / "unitree_go1") in reason
+    assert catalogue.MENAGERIE_ENV_VAR in reason and "git clone" in reason
+    with pytest.raises(envs.AssetsMissing) as info:
+        envs.load("Go1Getup")
+    assert isinstance(info.value, ValueError) and str(info.value) == reason
+    # The dm_control suite needs no Menagerie.
+    assert envs.unavailable_reason("CartpoleBalance") is None
+    assert envs.unavailable_reason("PointReach") is None
+
+
+def test_a_stand_in_menagerie_makes_its_envs_available(tmp_path, monkeypatch, no_clone):
+    from mujoco_playground._src import mjx_env
+
+    root = tmp_path / "menagerie"
+    (root / "unitree_go1").mkdir(parents=True)
+    (root / "franka_emika_panda").mkdir()
+    monkeypatch.setenv(catalogue.MENAGERIE_ENV_VAR, str(root))
+    monkeypatch.setattr(mjx_env, "MENAGERIE_PATH", mjx_env.MENAGERIE_PATH)
+    monkeypatch.setattr(mjx_env, "ensure_menagerie_exists", mjx_env.ensure_menagerie_exists)
+    assert envs.unavailable_reason("Go1Getup") is None
+    assert envs.unavailable_reason("PandaPickCube") is None
+    # Needs a second folder the stand-in lacks.
+    assert "robotiq_2f85_v4" in (envs.unavailable_reason("PandaRobotiqPushCube") or "")
+    # Loading goes on to Playground, which reads the stand-in (and finds no meshes in it).
+    with pytest.raises(ValueError, match="unitree_go1") as info:
+        envs.load("Go1Getup")
+    assert not isinstance(info.value, envs.AssetsMissing)
+    assert str(mjx_env.MENAGERIE_PATH) == str(root)
