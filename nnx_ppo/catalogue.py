@@ -27,15 +27,36 @@ MENAGERIE_URL = "https://github.com/google-deepmind/mujoco_menagerie"
 MENAGERIE_COMMIT = "1b86ece576591213e2b666ebf59508454200ca97"
 """The Menagerie commit MuJoCo Playground 0.2.0 checks out (``MENAGERIE_COMMIT_SHA``)."""
 
-BUILTIN_ENV_NAMES = ("PointReach", "PointReachDict", "MemoryCue")
+BUILTIN_ENV_NAMES = ("PointReach", "PointReachDict", "PointReachEnergy", "MemoryCue")
 """``nnx_ppo.envs.BUILTIN_ENVS``, in its order (a test keeps the two equal)."""
 
-_DM_CONTROL = (
-    "AcrobotSwingup AcrobotSwingupSparse BallInCup CartpoleBalance CartpoleBalanceSparse "
-    "CartpoleSwingup CartpoleSwingupSparse CheetahRun FingerSpin FingerTurnEasy FingerTurnHard "
-    "FishSwim HopperHop HopperStand HumanoidStand HumanoidWalk HumanoidRun PendulumSwingup "
-    "PointMass ReacherEasy ReacherHard SwimmerSwimmer6 WalkerRun WalkerStand WalkerWalk"
-).split()
+_DM_CONTROL = [
+    "AcrobotSwingup",
+    "AcrobotSwingupSparse",
+    "BallInCup",
+    "CartpoleBalance",
+    "CartpoleBalanceSparse",
+    "CartpoleSwingup",
+    "CartpoleSwingupSparse",
+    "CheetahRun",
+    "FingerSpin",
+    "FingerTurnEasy",
+    "FingerTurnHard",
+    "FishSwim",
+    "HopperHop",
+    "HopperStand",
+    "HumanoidStand",
+    "HumanoidWalk",
+    "HumanoidRun",
+    "PendulumSwingup",
+    "PointMass",
+    "ReacherEasy",
+    "ReacherHard",
+    "SwimmerSwimmer6",
+    "WalkerRun",
+    "WalkerStand",
+    "WalkerWalk",
+]
 
 # Env name -> the Menagerie folders its model reads (from each env's ``get_assets``).
 _LOCOMOTION: dict[str, tuple[str, ...]] = {

@@ -24,10 +24,8 @@ def test_catalogue_matches_the_installed_registry_and_builtins():
     dm = [n for n, f in catalogue.PLAYGROUND_FAMILIES.items() if f == "dm_control_suite"]
     assert dm == list(dm_control_suite.ALL_ENVS)
     # Every locomotion/manipulation env runs Playground's ensure_menagerie_exists.
-    assert set(catalogue.MENAGERIE_ASSETS) == set(locomotion.ALL_ENVS) | set(
-        manipulation.ALL_ENVS
-    )
-    assert catalogue.BUILTIN_ENV_NAMES == tuple(envs.BUILTIN_ENVS)
+    assert set(catalogue.MENAGERIE_ASSETS) == set(locomotion.ALL_ENVS) | set(manipulation.ALL_ENVS)
+    assert tuple(envs.BUILTIN_ENVS) == catalogue.BUILTIN_ENV_NAMES
     assert envs.available_envs() == catalogue.env_names()
 
 

@@ -180,7 +180,7 @@ def _load_playground(name: str, overrides: dict[str, Any]) -> EpisodeWrapper:
 def _point_playground_at_menagerie(name: str) -> None:
     """Makes Playground read Menagerie from ``catalogue.menagerie_dir()`` and replaces its
     clone-on-first-use with an ``AssetsMissing`` error."""
-    from etils import epath
+    from etils import epath  # type: ignore[import-untyped]
     from mujoco_playground._src import mjx_env
 
     root = catalogue.menagerie_dir()

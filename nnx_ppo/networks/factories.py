@@ -72,7 +72,7 @@ def make_mlp_actor_critic(
     min_std: float = 1e-3,
     reward_streams: Sequence[str] | None = None,
     policy_obs_key: str | None = None,
-    value_obs_key: str | None = None, (Presets for every Playground env (mapped from Playground's Brax PPO params, CPU/GPU variants, unmapped listed); asymmetric actor-critic (policy_obs_key/value_obs_key); Menagerie detection (NNX_PPO_MENAGERIE_DIR, AssetsMissing, never clones); jax-free env catalogue)
+    value_obs_key: str | None = None,
 ) -> PPONetwork:
     """A feed-forward actor-critic: separate MLPs for the policy and the value.
 

@@ -21,7 +21,7 @@ from __future__ import annotations
 import dataclasses
 import functools
 import math
-from collections.abc import Iterator, Mapping
+from collections.abc import Callable, Iterator, Mapping
 from typing import Any
 
 from flax import nnx
@@ -129,10 +129,11 @@ def make_networks(
     """Builds a network from a spec ``{"kind": "mlp" | "lstm", **factory fields}``."""
     fields = dict(network)
     kind = fields.pop("kind", "mlp")
-    factory = {
+    known: dict[str, Callable[..., StatefulModule]] = {
         "mlp": factories.make_mlp_actor_critic,
         "lstm": factories.make_lstm_actor_critic,
-    }.get(kind)
+    }
+    factory = known.get(kind)
     if factory is None:
         raise ValueError(f"network kind must be 'mlp' or 'lstm', got {kind!r}")
     return factory(obs_size, action_size, rngs=nnx.Rngs(seed), **fields)
@@ -169,9 +170,11 @@ TUNED: dict[str, Preset] = {
 
 def _builtin_preset(name: str) -> Preset:
     """A small starting setup for a built-in env (sized for a CPU; not tuned)."""
-    episode = {"PointReach": 100, "PointReachDict": 100, "MemoryCue": 12}[name]
+    episode = {"MemoryCue": 12}.get(name, 100)
     kind = "lstm" if name == "MemoryCue" else "mlp"
     network: dict[str, Any] = {"kind": kind, "actor_hidden_sizes": (32,)}
+    if name == "PointReachEnergy":
+        network["reward_streams"] = ("energy", "task")
     network["critic_hidden_sizes"] = (32,) if kind == "lstm" else (64, 64)
     if kind == "lstm":
         network["lstm_size"] = 32

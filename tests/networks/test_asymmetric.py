@@ -47,7 +47,9 @@ def test_policy_never_sees_the_privileged_state(normalize_obs):
     out_a = net(net.initialize_state(4), a).output
     out_b = net(net.initialize_state(4), b).output
     np.testing.assert_array_equal(out_a.actions, out_b.actions)
-    np.testing.assert_array_equal(out_a.distribution_params["loc"], out_b.distribution_params["loc"])
+    np.testing.assert_array_equal(
+        out_a.distribution_params["loc"], out_b.distribution_params["loc"]
+    )
     assert not np.allclose(out_a.value_estimates, out_b.value_estimates)
     # And the value does not read the state: changing it alone changes the actions only.
     c = obs(0)
