@@ -86,3 +86,13 @@ def test_a_stand_in_menagerie_makes_its_envs_available(tmp_path, monkeypatch, no
         envs.load("Go1Getup")
     assert not isinstance(info.value, envs.AssetsMissing)
     assert str(mjx_env.MENAGERIE_PATH) == str(root)
+
+
+def test_a_run_spec_for_an_env_without_assets_is_refused_on_env_name(tmp_path, monkeypatch):
+    from server.spec.spec_check import check_spec
+
+    monkeypatch.setenv(catalogue.MENAGERIE_ENV_VAR, str(tmp_path / "absent"))
+    errors, _ = check_spec({"kind": "ppo", "env": {"name": "Go1Getup"}, "config": {}}, None)
+    assert len(errors) == 1
+    assert errors[0]["loc"] == ["body", "env", "name"]
+    assert errors[0]["msg"] == envs.unavailable_reason("Go1Getup")

@@ -194,7 +194,9 @@ def check_spec(
     try:
         env = envs.load(env_spec["name"], env_spec.get("overrides") or {})
     except ValueError as error:
-        known = env_spec["name"] in envs.available_envs()
+        # Missing Menagerie assets are the env's fault, not its overrides'.
+        missing = isinstance(error, envs.AssetsMissing)
+        known = env_spec["name"] in envs.available_envs() and not missing
         loc: Loc = ("env", "overrides") if known else ("env", "name")
         errors.append(SpecError(loc, str(error)).as_detail())
         return errors, steps
