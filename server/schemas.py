@@ -169,9 +169,19 @@ class RunList(BaseModel):
 
 class EnvPublic(BaseModel):
     name: str
-    observation_size: int | dict[str, list[int]]
-    action_size: int
+    observation_size: int | dict[str, list[int]] | None = Field(
+        default=None, description="Null until the service has loaded the env once."
+    )
+    action_size: int | None = Field(
+        default=None, description="Null until the service has loaded the env once."
+    )
     source: Literal["builtin", "playground"]
+    details_known: bool = Field(
+        default=True, description="False while the sizes are still being learned."
+    )
+    available: bool = Field(default=True, description="False when the env cannot load here.")
+    reason: str | None = Field(default=None, description="Why it is not available, and the fix.")
+    reward_streams: list[str] | None = None
 
 
 class EnvList(BaseModel):

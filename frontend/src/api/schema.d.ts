@@ -274,14 +274,39 @@ export interface components {
         };
         /** EnvPublic */
         EnvPublic: {
-            /** Action Size */
-            action_size: number;
+            /**
+             * Action Size
+             * @description Null until the service has loaded the env once.
+             */
+            action_size?: number | null;
+            /**
+             * Available
+             * @description False when the env cannot load here.
+             * @default true
+             */
+            available?: boolean;
+            /**
+             * Details Known
+             * @description False while the sizes are still being learned.
+             * @default true
+             */
+            details_known?: boolean;
             /** Name */
             name: string;
-            /** Observation Size */
-            observation_size: number | {
+            /**
+             * Observation Size
+             * @description Null until the service has loaded the env once.
+             */
+            observation_size?: number | {
                 [key: string]: number[];
-            };
+            } | null;
+            /**
+             * Reason
+             * @description Why it is not available, and the fix.
+             */
+            reason?: string | null;
+            /** Reward Streams */
+            reward_streams?: string[] | null;
             /**
              * Source
              * @enum {string}

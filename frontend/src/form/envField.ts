@@ -19,6 +19,24 @@ export interface EnvField {
   stop(): void;
 }
 
+/** One line about an env: its sizes (or that they are still being learned), or why it
+ * cannot be trained here. */
+export function envSummary(env: EnvInfo): string {
+  if (env.available === false) return `not available: ${env.reason ?? "unknown reason"}`;
+  if (env.details_known === false) return `${env.source}: sizes not known yet (the service is loading it)`;
+  return `${env.source}: observation ${JSON.stringify(env.observation_size)}, action ${env.action_size}`;
+}
+
+function envOption(env: EnvInfo): HTMLOptionElement {
+  if (env.available !== false) return h("option", { value: env.name }, env.name);
+  // Greyed out with the reason: such a run would be refused on env.name.
+  return h(
+    "option",
+    { value: env.name, disabled: "", title: env.reason ?? "" },
+    `${env.name} (not available)`,
+  );
+}
+
 export function createEnvField(): EnvField {
   const select = h("select", { name: "env.name" });
   const field = simpleField("env.name", "Environment", select, "From GET /api/envs.");
@@ -29,9 +47,7 @@ export function createEnvField(): EnvField {
 
   const describe = (): void => {
     const env = envs.find((e) => e.name === select.value);
-    info.textContent = env
-      ? `${env.source}: observation ${JSON.stringify(env.observation_size)}, action ${env.action_size}`
-      : "";
+    info.textContent = env ? envSummary(env) : "";
   };
   const choose = (name: string): void => {
     if (![...select.options].some((o) => o.value === name)) select.append(h("option", { value: name }, name));
@@ -45,7 +61,7 @@ export function createEnvField(): EnvField {
     if (stopped) return;
     envs = page.items;
     const chosen = select.value;
-    select.replaceChildren(...envs.map((e) => h("option", { value: e.name }, e.name)));
+    select.replaceChildren(...envs.map(envOption));
     if (chosen) choose(chosen);
     else describe();
     if (page.complete === false) timer = setTimeout(() => void load().catch(() => {}), POLL_MS);
