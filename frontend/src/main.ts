@@ -1,6 +1,7 @@
 /** The dashboard's entry point: routes, and the access page on any 401. */
 
 import "./styles.css";
+import "./editing.css";
 
 import { onUnauthorized } from "./api/http";
 import { h } from "./dom";

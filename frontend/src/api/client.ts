@@ -39,6 +39,8 @@ export const api = {
       fillPath("/api/runs/{run_id}", "patch", { run_id }),
       patch,
     ),
+  deleteRun: (run_id: string) =>
+    requestJson<null>("DELETE", fillPath("/api/runs/{run_id}", "delete", { run_id })),
   cancelRun: (run_id: string) =>
     requestJson<unknown>("POST", fillPath("/api/runs/{run_id}/cancel", "post", { run_id })),
   metrics: (run_id: string, query: MetricsQuery = {}) =>
@@ -68,6 +70,12 @@ export type RunMatchesSchema = Assert<
   ResponseOf<"/api/runs/{run_id}", "get"> extends Omit<Run, "spec"> ? true : false
 >;
 export type SpecMatchesSchema = Assert<RunSpec extends BodyOf<"/api/runs", "post"> ? true : false>;
+
+/** The websocket URL of the service-wide events (`WS /api/events`), same origin. */
+export function eventsUrl(afterSeq: number, location: Location = window.location): string {
+  const scheme = location.protocol === "https:" ? "wss:" : "ws:";
+  return `${scheme}//${location.host}/api/events?after_seq=${afterSeq}`;
+}
 
 /** The websocket URL of a run's event stream, same origin. */
 export function streamUrl(id: string, afterSeq: number, location: Location = window.location): string {

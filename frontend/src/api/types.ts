@@ -65,3 +65,41 @@ export interface LogEvent extends EventBase {
   line: string;
 }
 export type RunEvent = MetricsEvent | StatusEvent | VideoEvent | CheckpointEvent | LogEvent;
+
+/** Events of the service-wide `WS /api/events`: every change a runs list shows. */
+interface ServiceEventBase {
+  seq: number;
+  /** Epoch seconds. */
+  time: number;
+  run_id: string;
+}
+/** The progress fields of `progress` and `status` events. */
+export interface RunProgress {
+  steps: number;
+  total_steps: number;
+  /** The run's newest `eval/` values. */
+  latest_metrics: Record<string, WireNumber>;
+}
+export interface RunCreatedEvent extends ServiceEventBase {
+  type: "created";
+  run: Run;
+}
+export interface RunStatusEvent extends ServiceEventBase, RunProgress {
+  type: "status";
+  status: RunStatus;
+  error: string | null;
+}
+export interface RunProgressEvent extends ServiceEventBase, RunProgress {
+  type: "progress";
+}
+export interface RunUpdatedEvent extends ServiceEventBase {
+  type: "updated";
+  name: string;
+  tags: string[];
+  notes: string;
+}
+export interface RunDeletedEvent extends ServiceEventBase {
+  type: "deleted";
+}
+export type ServiceEvent =
+  RunCreatedEvent | RunStatusEvent | RunProgressEvent | RunUpdatedEvent | RunDeletedEvent;

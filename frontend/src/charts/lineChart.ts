@@ -1,7 +1,9 @@
 /**
  * A uPlot line chart that follows live data: lines, an optional min/max band, and markers
  * for non-finite values. Drag to zoom into an x range, double-click to zoom out; while
- * zoomed, new data does not reset the view.
+ * zoomed, new data does not reset the view. Focused, the keyboard zooms (`+`/`-`), pans
+ * (arrows) and resets (`0`, Escape); on a touch screen two fingers pinch-zoom. The shown x
+ * range is in the container's `data-x-min`/`data-x-max`; `toPng` renders it as an image.
  */
 
 import uPlot from "uplot";
@@ -9,6 +11,7 @@ import "uplot/dist/uPlot.min.css";
 
 import { formatDuration } from "../dom";
 import { formatNumber } from "../api/numbers";
+import { keyZoom, pinchZoom, type Range } from "./chartZoom";
 import type { Marker, XAxis } from "./plotData";
 
 export interface ChartLine {
@@ -63,6 +66,92 @@ export class LineChart {
     this.resizeObserver = new ResizeObserver(() => this.resize());
     this.resizeObserver.observe(container);
     container.addEventListener("dblclick", () => this.setZoomed(false));
+    container.tabIndex = 0;
+    container.setAttribute("aria-keyshortcuts", "+ - ArrowLeft ArrowRight 0 Escape");
+    container.setAttribute("aria-label", "Chart: + and - zoom, arrow keys pan, 0 or Escape resets");
+    container.addEventListener("keydown", (event) => this.onKey(event));
+    container.addEventListener("touchstart", (event) => this.onTouch(event), { passive: false });
+    container.addEventListener("touchmove", (event) => this.onTouch(event), { passive: false });
+    container.addEventListener("touchend", () => (this.pinch = null));
+  }
+
+  private pinch: { distance: number; view: Range; center: number } | null = null;
+
+  /** The x range shown, and the data's. */
+  private ranges(): { view: Range; bounds: Range } | null {
+    const u = this.plot;
+    const xs = u?.data[0];
+    const min = u?.scales.x?.min;
+    const max = u?.scales.x?.max;
+    if (!u || !xs || xs.length < 2 || min == null || max == null) return null;
+    return { view: { min, max }, bounds: { min: xs[0] as number, max: xs[xs.length - 1] as number } };
+  }
+
+  private onKey(event: KeyboardEvent): void {
+    if (event.target !== this.container || event.altKey || event.ctrlKey || event.metaKey) return;
+    const ranges = this.ranges();
+    if (!ranges) return;
+    const next = keyZoom(event.key, ranges.view, ranges.bounds);
+    if (next === null) return;
+    event.preventDefault();
+    if (next === "reset") this.resetZoom();
+    else this.plot?.setScale("x", next);
+  }
+
+  private onTouch(event: TouchEvent): void {
+    const ranges = this.ranges();
+    const u = this.plot;
+    if (event.touches.length !== 2 || !ranges || !u) {
+      this.pinch = null;
+      return;
+    }
+    event.preventDefault(); // the pinch zooms the chart, not the page
+    const [a, b] = [event.touches[0] as Touch, event.touches[1] as Touch];
+    const distance = Math.abs(a.clientX - b.clientX);
+    if (!this.pinch) {
+      const left = u.over.getBoundingClientRect().left;
+      const center = u.posToVal((a.clientX + b.clientX) / 2 - left, "x");
+      this.pinch = { distance, view: ranges.view, center };
+      return;
+    }
+    const { view, center } = this.pinch;
+    u.setScale("x", pinchZoom(view, ranges.bounds, this.pinch.distance, distance, center));
+  }
+
+  /** The chart as a PNG: the plot on the page's background, with a title and legend. */
+  toPng(title: string): Promise<Blob | null> {
+    const source = this.plot?.ctx.canvas;
+    if (!this.plot || !source) return Promise.resolve(null);
+    const scale = source.width / Math.max(1, this.plot.width);
+    const head = Math.round(24 * scale);
+    const canvas = document.createElement("canvas");
+    canvas.width = source.width;
+    canvas.height = source.height + head;
+    const ctx = canvas.getContext("2d");
+    if (!ctx) return Promise.resolve(null);
+    const style = getComputedStyle(document.documentElement);
+    ctx.fillStyle = style.getPropertyValue("--bg").trim() || "#ffffff";
+    ctx.fillRect(0, 0, canvas.width, canvas.height);
+    ctx.drawImage(source, 0, head);
+    ctx.font = `${Math.round(12 * scale)}px sans-serif`;
+    ctx.textBaseline = "middle";
+    ctx.fillStyle = style.getPropertyValue("--fg").trim() || "#1b1f24";
+    ctx.fillText(title, 4 * scale, head / 2);
+    let x = 4 * scale + ctx.measureText(title).width + 16 * scale;
+    const plot = this.plot;
+    plot.series.forEach((series, index) => {
+      const label = String(series.label ?? "");
+      if (!index || !label || label === "min" || label === "max" || series.show === false) return;
+      const stroke = series.stroke as unknown;
+      const color =
+        typeof stroke === "function" ? (stroke as (u: uPlot, i: number) => unknown)(plot, index) : stroke;
+      ctx.fillStyle = typeof color === "string" ? color : "#888";
+      ctx.fillRect(x, head / 2 - 2 * scale, 12 * scale, 4 * scale);
+      x += 16 * scale;
+      ctx.fillText(label, x, head / 2);
+      x += ctx.measureText(label).width + 12 * scale;
+    });
+    return new Promise((resolve) => canvas.toBlob(resolve, "image/png"));
   }
 
   /** Back to the whole x range (as a double-click does). */
@@ -181,6 +270,8 @@ export class LineChart {
             const max = u.scales.x?.max;
             if (min === undefined || max === undefined || min === null || max === null) return;
             this.setZoomed(min > (xs[0] as number) || max < (xs[xs.length - 1] as number));
+            this.container.dataset.xMin = String(min);
+            this.container.dataset.xMax = String(max);
           },
         ],
         draw: [(u) => this.drawMarkers(u)],

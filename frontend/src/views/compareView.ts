@@ -1,13 +1,18 @@
-/** Compare: one metric of several runs overlaid, and the runs' config differences. */
+/** Compare: one metric of several runs overlaid (by env steps or by wall time since each
+ * run's first point; smoothing, log scale, zoom), and the runs' config differences. The
+ * runs, metric and settings are kept in the URL. */
 
 import { api } from "../api/client";
 import { TERMINAL_STATUSES, type Run } from "../api/types";
 import { LineChart } from "../charts/lineChart";
-import { alignSeries, toPlotData, type Marker, type ViewSettings } from "../charts/plotData";
+import { compareCsv } from "../charts/chartExport";
+import { alignSeries, firstWallTime, toPlotData, type Marker, type ViewSettings } from "../charts/plotData";
 import { seriesFromWire, type Series } from "../charts/series";
 import { h } from "../dom";
 import { differingKeys, flatten } from "../flatten";
 import type { RouteContext } from "../router";
+import { compareFromQuery, compareToQuery } from "../urlState";
+import { chartDownloads } from "./chartDownloads";
 import { createChartControls } from "./chartControls";
 import { describeError, errorBox, PALETTE, statusBadge } from "./common";
 
@@ -15,16 +20,12 @@ const POLL_MS = 5000;
 const MAX_POINTS = 1000;
 
 export function compareView(main: HTMLElement, { query }: RouteContext): () => void {
-  const ids = new Set(
-    (query.get("ids") ?? "")
-      .split(",")
-      .map((s) => s.trim())
-      .filter(Boolean),
-  );
-  let metric = query.get("metric") ?? "";
+  const state = compareFromQuery(query);
+  const ids = new Set(state.ids);
+  let metric = state.metric;
   const runs = new Map<string, Run>();
   const series = new Map<string, Record<string, Series>>();
-  const settings: ViewSettings = { xAxis: "step", smoothing: 0, logScale: false };
+  const settings: ViewSettings = { xAxis: state.xAxis, smoothing: state.smoothing, logScale: state.logScale };
   let left = false;
   let timer: ReturnType<typeof setTimeout> | undefined;
 
@@ -37,10 +38,27 @@ export function compareView(main: HTMLElement, { query }: RouteContext): () => v
   const diffBox = h("div");
   const controls = createChartControls(
     settings,
-    () => draw(),
+    () => {
+      syncUrl();
+      draw();
+    },
     [h("div", { class: "field inline" }, h("label", { for: "compare-metric" }, "Metric"), metricSelect)],
-    false,
+    true,
     () => chart.resetZoom(),
+  );
+  const csvRuns = () =>
+    selectedRuns()
+      .filter((run) => series.get(run.id)?.[metric])
+      .map((run) => ({
+        id: run.id,
+        name: run.name || run.id,
+        series: series.get(run.id)?.[metric] as Series,
+      }));
+  const downloads = chartDownloads(
+    chart,
+    () => metric || "compare",
+    () => compareCsv(csvRuns()),
+    "compare",
   );
 
   main.append(
@@ -54,7 +72,7 @@ export function compareView(main: HTMLElement, { query }: RouteContext): () => v
       h(
         "figure",
         { class: "chart-card wide" },
-        h("figcaption", { id: "compare-caption" }, "Pick runs and a metric"),
+        h("figcaption", null, h("span", { id: "compare-caption" }, "Pick runs and a metric"), downloads),
         chartBox,
         chartNotes,
       ),
@@ -69,10 +87,8 @@ export function compareView(main: HTMLElement, { query }: RouteContext): () => v
   });
 
   const syncUrl = (): void => {
-    const params = new URLSearchParams();
-    if (ids.size) params.set("ids", [...ids].join(","));
-    if (metric) params.set("metric", metric);
-    history.replaceState(null, "", `/compare${params.toString() ? `?${params}` : ""}`);
+    const qs = compareToQuery({ ...settings, ids: [...ids], metric });
+    history.replaceState(null, "", `/compare${qs ? `?${qs}` : ""}`);
   };
 
   const selectedRuns = (): Run[] =>
@@ -123,7 +139,12 @@ export function compareView(main: HTMLElement, { query }: RouteContext): () => v
     if (caption) caption.textContent = metric || "Pick runs and a metric";
 
     const withMetric = chosen.filter((run) => series.get(run.id)?.[metric]);
-    const plots = withMetric.map((run) => toPlotData(series.get(run.id)?.[metric] as Series, settings));
+    // On the wall-time axis each run starts at 0: its first point of any metric.
+    const plots = withMetric.map((run) => {
+      const all = series.get(run.id) ?? {};
+      const t0 = firstWallTime(Object.values(all)) ?? 0;
+      return toPlotData(all[metric] as Series, settings, null, t0);
+    });
     const aligned = alignSeries(plots.map((p) => ({ x: p.x, y: p.line })));
     const markers: Marker[] = plots.flatMap((p) => p.markers);
     chart.update({
@@ -134,7 +155,7 @@ export function compareView(main: HTMLElement, { query }: RouteContext): () => v
         values: aligned.ys[i] ?? [],
       })),
       markers,
-      xAxis: "step",
+      xAxis: settings.xAxis,
       logScale: settings.logScale,
     });
     chartNotes.textContent = markers.length ? `${markers.length} non-finite value(s), marked in red` : "";

@@ -5,11 +5,13 @@ import type { MetricsEvent } from "../api/types";
 import { groupKeys } from "../charts/groups";
 import { LineChart } from "../charts/lineChart";
 import { firstWallTime, toPlotData, type PlotData, type ViewSettings } from "../charts/plotData";
-import { appendEvent, seriesFromWire, type Series } from "../charts/series";
+import { seriesCsv } from "../charts/chartExport";
+import { appendEvent, emptySeries, seriesFromWire, type Series } from "../charts/series";
 import { WallClock } from "../charts/wallClock";
 import { formatDuration, h } from "../dom";
 import type { WireSeries } from "../api/types";
 import { createChartControls } from "./chartControls";
+import { chartDownloads } from "./chartDownloads";
 import { PALETTE } from "./common";
 
 interface ChartCard {
@@ -122,14 +124,21 @@ export class RunCharts {
     if (!card) {
       const box = h("div", { class: "chart-box" });
       const notes = h("p", { class: "chart-notes" });
+      const chart = new LineChart(box, `run-${this.runId}`);
+      const downloads = chartDownloads(
+        chart,
+        () => key,
+        () => seriesCsv(this.store.get(key) ?? emptySeries()),
+        this.runId,
+      );
       const element = h(
         "figure",
         { class: "chart-card", "data-metric": key },
-        h("figcaption", null, key),
+        h("figcaption", null, h("span", null, key), downloads),
         box,
         notes,
       );
-      card = { element, chart: new LineChart(box, `run-${this.runId}`), notes };
+      card = { element, chart, notes };
       this.cards.set(key, card);
     }
     return card;

@@ -6,6 +6,7 @@ import { ApiError } from "../api/http";
 import { formatNumber } from "../api/numbers";
 import { TERMINAL_STATUSES, type Run, type RunEvent } from "../api/types";
 import { h, replaceChildren, timeAgo } from "../dom";
+import { navigate } from "../nav";
 import type { RouteContext } from "../router";
 import { RunStream, type StreamState } from "../stream/runStream";
 import {
@@ -17,7 +18,9 @@ import {
   progressBar,
   statusBadge,
 } from "./common";
+import { confirmAction } from "./confirmDialog";
 import { RunCharts } from "./runCharts";
+import { RunMeta } from "./runMeta";
 import { renderCheckpoints, renderConfig, renderLogs, renderVideos } from "./runPanels";
 
 const MAX_POINTS = 1000;
@@ -106,7 +109,11 @@ export function runPageView(main: HTMLElement, { params, query }: RouteContext):
 
   main.append(h("section", { class: "run-page" }, header, errorSlot, tabList, ...panelBoxes));
 
-  const title = h("h1");
+  const meta = new RunMeta(runId, (saved) => {
+    if (!run) return;
+    run = { ...run, name: saved.name, tags: saved.tags, notes: saved.notes };
+    renderHeader();
+  });
   const badgeSlot = h("span");
   const facts = h("dl", { class: "run-facts" });
   const actions = h("div", { class: "actions" });
@@ -130,14 +137,41 @@ export function runPageView(main: HTMLElement, { params, query }: RouteContext):
     return button;
   };
 
+  const deleteButton = (): HTMLButtonElement => {
+    const button = h("button", { type: "button", class: "danger" }, "Delete run");
+    button.addEventListener("click", async () => {
+      const name = run?.name || runId;
+      const ok = await confirmAction(
+        `Delete ${name}?`,
+        "Its metrics, checkpoints and videos are deleted for good.",
+        "Delete",
+      );
+      if (!ok || left) return;
+      button.disabled = true;
+      try {
+        await api.deleteRun(runId);
+        navigate("/");
+      } catch (error) {
+        errorSlot.replaceChildren(errorBox(`Delete failed: ${describeError(error)}`));
+        button.disabled = false;
+      }
+    });
+    return button;
+  };
+
   /** Updates the header in place; the action buttons are rebuilt only when they change,
    * so keyboard focus survives live updates. */
   const renderHeader = (): void => {
     if (!run) return;
-    if (!title.isConnected) {
-      header.replaceChildren(h("div", { class: "page-head" }, title, badgeSlot, liveState), facts, actions);
+    if (!meta.title.isConnected) {
+      header.replaceChildren(
+        h("div", { class: "page-head" }, meta.title, badgeSlot, liveState),
+        facts,
+        meta.details,
+        actions,
+      );
     }
-    title.textContent = run.name || run.id;
+    meta.update(run);
     if (badgeSlot.textContent !== run.status) badgeSlot.replaceChildren(statusBadge(run.status));
     replaceChildren(
       facts,
@@ -153,6 +187,7 @@ export function runPageView(main: HTMLElement, { params, query }: RouteContext):
     if (state !== actionsState) {
       actionsState = state;
       const cancel = active ? cancelButton() : null;
+      const remove = active ? null : deleteButton();
       if (cancel && run.cancel_requested) {
         cancel.disabled = true;
         cancel.textContent = "Cancelling…";
@@ -160,6 +195,7 @@ export function runPageView(main: HTMLElement, { params, query }: RouteContext):
       replaceChildren(
         actions,
         cancel,
+        remove,
         h("a", { class: "button secondary", href: `/compare?ids=${encodeURIComponent(run.id)}` }, "Compare…"),
         h(
           "a",

@@ -1,44 +1,117 @@
-/** The runs list: live status and progress (polled), filters, search, pick runs to compare. */
+/** The runs list: live from the service-wide events (no polling), filters and search kept
+ * in the URL, and bulk actions on the selected runs (compare, tag, delete). */
 
-import { api, type RunFilters } from "../api/client";
+import { api, eventsUrl } from "../api/client";
 import { formatNumber } from "../api/numbers";
-import { RUN_STATUSES, type Run } from "../api/types";
+import { RUN_STATUSES, TERMINAL_STATUSES, type Run, type ServiceEvent } from "../api/types";
 import { h, replaceChildren, timeAgo } from "../dom";
 import { navigate } from "../nav";
 import type { RouteContext } from "../router";
+import { LiveRuns } from "../runs/liveRuns";
+import { SeqStream, type StreamState } from "../stream/seqStream";
+import { FILTER_KEYS, filtersFromQuery, filtersToQuery, type FilterKey } from "../urlState";
 import { describeError, envName, errorBox, latestEvalReward, progressBar, statusBadge } from "./common";
+import { confirmAction } from "./confirmDialog";
 
-const POLL_MS = 2000;
-const FILTER_KEYS = ["status", "kind", "tag", "q"] as const;
+const LIMIT = 200;
+const RETRY_MS = 5000;
+const COLUMNS = ["Name", "Status", "Kind", "Env", "Progress", "Eval reward", "Created"];
 
 export function runsListView(main: HTMLElement, { query }: RouteContext): () => void {
-  const filters: Record<(typeof FILTER_KEYS)[number], string> = { status: "", kind: "", tag: "", q: "" };
-  for (const key of FILTER_KEYS) filters[key] = query.get(key) ?? "";
-  const asQuery = (): RunFilters => ({
-    limit: 200,
-    ...filters,
-    status: (filters.status || undefined) as RunFilters["status"],
-  });
+  const filters = filtersFromQuery(query);
+  const model = new LiveRuns(LIMIT);
   const selected = new Set<string>();
   const rows = new Map<string, HTMLTableRowElement>();
+  let stopped = false;
+  let stream: SeqStream<ServiceEvent> | null = null;
 
   const tbody = h("tbody");
   const total = h("span", { class: "muted", "aria-live": "polite" });
+  const liveState = h("span", { class: "live-state muted", "aria-live": "polite" });
   const problem = h("div");
-  const compareButton = h(
-    "button",
-    {
-      type: "button",
-      props: { disabled: true },
-      on: { click: () => navigate(`/compare?ids=${[...selected].map(encodeURIComponent).join(",")}`) },
-    },
-    "Compare selected",
-  );
+  const selectAll = h("input", { type: "checkbox", "aria-label": "select all shown runs" });
+  const compareButton = h("button", { type: "button" }, "Compare selected");
+  const tagInput = h("input", {
+    type: "text",
+    id: "bulk-tag",
+    placeholder: "tag",
+    maxlength: 64,
+    "aria-label": "Tag to add to the selected runs",
+  });
+  const tagButton = h("button", { type: "button", class: "secondary" }, "Add tag");
+  const deleteButton = h("button", { type: "button", class: "danger" }, "Delete selected");
+  const bulkStatus = h("span", { class: "muted", "aria-live": "polite" });
 
-  const refreshCompare = () => {
+  const selectedRuns = (): Run[] =>
+    [...selected].map((id) => model.get(id)).filter((r): r is Run => r !== undefined);
+  const finishedSelected = (): Run[] =>
+    selectedRuns().filter((run) => TERMINAL_STATUSES.includes(run.status));
+
+  const refreshBulk = (): void => {
+    for (const id of [...selected]) if (!model.get(id)) selected.delete(id);
     compareButton.disabled = selected.size < 2;
     compareButton.textContent = `Compare selected (${selected.size})`;
+    tagButton.disabled = selected.size === 0;
+    const finished = finishedSelected().length;
+    deleteButton.disabled = finished === 0;
+    deleteButton.textContent = `Delete selected (${finished})`;
+    const shown = model.items;
+    selectAll.checked = shown.length > 0 && shown.every((run) => selected.has(run.id));
+    selectAll.indeterminate = !selectAll.checked && shown.some((run) => selected.has(run.id));
   };
+
+  compareButton.addEventListener("click", () =>
+    navigate(`/compare?ids=${[...selected].map(encodeURIComponent).join(",")}`),
+  );
+  selectAll.addEventListener("change", () => {
+    for (const run of model.items) {
+      if (selectAll.checked) selected.add(run.id);
+      else selected.delete(run.id);
+    }
+    render();
+  });
+  const addTag = async (): Promise<void> => {
+    const tag = tagInput.value.trim();
+    if (!tag) {
+      tagInput.focus();
+      return;
+    }
+    const runs = selectedRuns();
+    tagButton.disabled = true;
+    try {
+      await Promise.all(
+        runs
+          .filter((run) => !run.tags.includes(tag))
+          .map((run) => api.updateRun(run.id, { tags: [...run.tags, tag] })),
+      );
+      bulkStatus.textContent = `Tagged ${runs.length} run${runs.length === 1 ? "" : "s"} “${tag}”.`;
+      tagInput.value = "";
+    } catch (error) {
+      problem.replaceChildren(errorBox(`Could not tag: ${describeError(error)}`));
+    }
+    refreshBulk();
+  };
+  tagButton.addEventListener("click", () => void addTag());
+  tagInput.addEventListener("keydown", (event) => {
+    if (event.key === "Enter") void addTag();
+  });
+  deleteButton.addEventListener("click", async () => {
+    const runs = finishedSelected();
+    const skipped = selected.size - runs.length;
+    const names = runs.map((run) => run.name || run.id);
+    const ok = await confirmAction(
+      `Delete ${runs.length} run${runs.length === 1 ? "" : "s"}?`,
+      `${names.slice(0, 5).join(", ")}${names.length > 5 ? ", …" : ""}: their metrics, ` +
+        `checkpoints and videos are deleted for good.` +
+        (skipped ? ` ${skipped} selected run(s) still active are left alone.` : ""),
+      "Delete",
+    );
+    if (!ok || stopped) return;
+    const results = await Promise.allSettled(runs.map((run) => api.deleteRun(run.id)));
+    const failed = results.filter((r) => r.status === "rejected").length;
+    bulkStatus.textContent = `Deleted ${runs.length - failed} run${runs.length - failed === 1 ? "" : "s"}.`;
+    if (failed) problem.replaceChildren(errorBox(`${failed} run(s) could not be deleted.`));
+  });
 
   const filterBar = h(
     "form",
@@ -75,13 +148,12 @@ export function runsListView(main: HTMLElement, { query }: RouteContext): () => 
   let debounce: ReturnType<typeof setTimeout> | undefined;
   filterBar.addEventListener("input", (event) => {
     const field = event.target as HTMLInputElement | HTMLSelectElement;
-    const key = field.name as (typeof FILTER_KEYS)[number];
-    filters[key] = field.value;
-    const params = new URLSearchParams();
-    for (const k of FILTER_KEYS) if (filters[k]) params.set(k, filters[k]);
-    history.replaceState(null, "", params.toString() ? `/?${params}` : "/");
+    if (!(FILTER_KEYS as readonly string[]).includes(field.name)) return;
+    filters[field.name as FilterKey] = field.value.trim();
+    const qs = filtersToQuery(filters);
+    history.replaceState(null, "", qs ? `/?${qs}` : "/");
     clearTimeout(debounce);
-    debounce = setTimeout(() => void poll(), 250);
+    debounce = setTimeout(() => void load(), 250);
   });
 
   const table = h(
@@ -94,9 +166,8 @@ export function runsListView(main: HTMLElement, { query }: RouteContext): () => 
       h(
         "tr",
         null,
-        ["Compare", "Name", "Status", "Kind", "Env", "Progress", "Eval reward", "Created"].map((c) =>
-          h("th", { scope: "col" }, c),
-        ),
+        h("th", { scope: "col" }, selectAll),
+        COLUMNS.map((c) => h("th", { scope: "col" }, c)),
       ),
     ),
     tbody,
@@ -111,38 +182,60 @@ export function runsListView(main: HTMLElement, { query }: RouteContext): () => 
         { class: "page-head" },
         h("h1", { id: "runs-title" }, "Runs"),
         total,
+        liveState,
         h("a", { href: "/runs/new", class: "button" }, "New run"),
       ),
       filterBar,
       problem,
+      h(
+        "div",
+        { class: "actions bulk-actions", role: "group", "aria-label": "Selected runs" },
+        compareButton,
+        h("span", { class: "bulk-tag" }, tagInput, tagButton),
+        deleteButton,
+        bulkStatus,
+      ),
       h("div", { class: "table-wrap" }, table),
-      h("div", { class: "actions" }, compareButton),
     ),
   );
-  refreshCompare();
 
   const renderRow = (run: Run): HTMLTableRowElement => {
     let row = rows.get(run.id);
     if (!row) {
       const checkbox = h("input", {
         type: "checkbox",
-        "aria-label": `compare ${run.name}`,
-        props: { checked: selected.has(run.id) },
+        class: "select-run",
+        "aria-label": `select ${run.name}`,
         on: {
           change: (e) => {
             if ((e.target as HTMLInputElement).checked) selected.add(run.id);
             else selected.delete(run.id);
-            refreshCompare();
+            refreshBulk();
           },
         },
       });
-      row = h("tr", { "data-run-id": run.id }, h("td", { "data-label": "Compare" }, checkbox));
-      for (let i = 0; i < 7; i++) row.append(h("td"));
+      row = h("tr", { "data-run-id": run.id }, h("td", { "data-label": "Select" }, checkbox));
+      for (let i = 0; i < COLUMNS.length; i++) row.append(h("td"));
       rows.set(run.id, row);
     }
+    const checkbox = row.querySelector<HTMLInputElement>("input.select-run");
+    if (checkbox) {
+      checkbox.checked = selected.has(run.id);
+      checkbox.setAttribute("aria-label", `select ${run.name}`);
+    }
+    row.dataset.status = run.status;
     const cells = [...row.cells].slice(1);
     const content = [
-      h("a", { href: `/runs/${encodeURIComponent(run.id)}` }, run.name || run.id),
+      [
+        h("a", { href: `/runs/${encodeURIComponent(run.id)}` }, run.name || run.id),
+        run.tags.length
+          ? h(
+              "span",
+              { class: "tags" },
+              run.tags.map((t) => h("span", { class: "tag" }, t)),
+            )
+          : null,
+      ],
       statusBadge(run.status),
       run.kind,
       envName(run),
@@ -157,42 +250,94 @@ export function runsListView(main: HTMLElement, { query }: RouteContext): () => 
         timeAgo(run.created_at),
       ),
     ];
-    const labels = ["Name", "Status", "Kind", "Env", "Progress", "Eval reward", "Created"];
     cells.forEach((cell, i) => {
-      cell.setAttribute("data-label", labels[i] as string);
-      // Replace a cell only when it changed, so keyboard focus inside the table survives polls.
+      cell.setAttribute("data-label", COLUMNS[i] as string);
+      // Replace a cell only when it changed, so keyboard focus inside the table survives updates.
       const scratch = h("td", null, content[i]);
       if (scratch.innerHTML !== cell.innerHTML) replaceChildren(cell, ...scratch.childNodes);
     });
     return row;
   };
 
-  let stopped = false;
-  let timer: ReturnType<typeof setTimeout> | undefined;
-  async function poll(): Promise<void> {
-    clearTimeout(timer);
-    try {
-      const page = await api.listRuns(asQuery());
-      if (stopped) return;
-      problem.replaceChildren();
-      total.textContent = `${page.total} run${page.total === 1 ? "" : "s"}`;
-      const ordered = page.items.map(renderRow);
-      tbody.replaceChildren(...ordered);
-      if (!page.items.length) {
-        tbody.append(h("tr", null, h("td", { colspan: 8, class: "muted" }, "No runs match.")));
-      }
-    } catch (error) {
-      if (stopped) return;
-      problem.replaceChildren(errorBox(`Could not load the runs: ${describeError(error)}`));
-    }
-    if (!stopped) timer = setTimeout(() => void poll(), POLL_MS);
+  let frame: number | null = null;
+  function render(): void {
+    if (frame !== null) cancelAnimationFrame(frame);
+    frame = null;
+    const items = model.items;
+    total.textContent = `${model.total} run${model.total === 1 ? "" : "s"}`;
+    tbody.replaceChildren(...items.map(renderRow));
+    for (const id of [...rows.keys()]) if (!model.get(id)) rows.delete(id);
+    if (!items.length) tbody.append(h("tr", null, h("td", { colspan: 8, class: "muted" }, "No runs match.")));
+    refreshBulk();
   }
-  void poll();
+  const renderSoon = (): void => {
+    if (frame === null) frame = requestAnimationFrame(render);
+  };
+
+  const describeState = (state: StreamState): void => {
+    const text: Record<StreamState, string> = {
+      connecting: "connecting…",
+      open: "● live",
+      reconnecting: "reconnecting…",
+      ended: "",
+      failed: "live updates unavailable",
+      stopped: "",
+    };
+    liveState.textContent = text[state];
+    liveState.dataset.state = state;
+  };
+
+  const follow = (afterSeq: number): void => {
+    stream = new SeqStream<ServiceEvent>({
+      url: eventsUrl,
+      afterSeq,
+      onEvent: (event) => {
+        if (model.apply(event)) renderSoon();
+        if (model.stale) {
+          clearTimeout(debounce);
+          debounce = setTimeout(() => void load(), 250);
+        }
+      },
+      onState: describeState,
+      // The events since our list are gone (pruned, or another database): list again.
+      onResync: () => {
+        stream = null;
+        void load();
+      },
+    });
+    stream.start();
+  };
+
+  let loads = 0;
+  let retry: ReturnType<typeof setTimeout> | undefined;
+  async function load(): Promise<void> {
+    const mine = ++loads;
+    try {
+      const page = await api.listRuns({
+        limit: LIMIT,
+        ...filters,
+        status: (filters.status || undefined) as Run["status"] | undefined,
+      });
+      if (stopped || mine !== loads) return;
+      problem.replaceChildren();
+      model.setSnapshot(page.items, page.total, page.events_seq, filters);
+      render();
+      if (!stream) follow(model.seq);
+    } catch (error) {
+      if (stopped || mine !== loads) return;
+      problem.replaceChildren(errorBox(`Could not load the runs: ${describeError(error)}`));
+      clearTimeout(retry);
+      retry = setTimeout(() => void load(), RETRY_MS); // until the list loads once
+    }
+  }
+  void load();
 
   return () => {
     stopped = true;
-    clearTimeout(timer);
+    stream?.stop();
     clearTimeout(debounce);
+    clearTimeout(retry);
+    if (frame !== null) cancelAnimationFrame(frame);
   };
 }
 
