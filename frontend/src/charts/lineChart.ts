@@ -49,7 +49,9 @@ function axisColors(): Pick<uPlot.Axis, "stroke" | "grid" | "ticks"> {
 }
 
 function formatX(xAxis: XAxis, value: number): string {
-  return xAxis === "wall" ? formatDuration(value) : formatNumber(value);
+  if (xAxis !== "wall") return formatNumber(value);
+  // Seconds with a decimal for short spans (ticks of a few seconds would all read 0:00).
+  return Math.abs(value) < 10 ? `${value.toFixed(1)} s` : formatDuration(value);
 }
 
 export class LineChart {
