@@ -231,6 +231,19 @@ class MetricsPublic(BaseModel):
     series: dict[str, SeriesPublic]
 
 
+class DeviceUsePublic(BaseModel):
+    """One device of a worker as of its last heartbeat; GPU figures where the driver
+    answers (absent otherwise)."""
+
+    device: str
+    runs: list[str] = Field(description="The runs placed on this device now.")
+    utilization: float | None = Field(default=None, description="GPU utilization, %.")
+    memory_used: float | None = Field(default=None, description="GPU memory used, bytes.")
+    memory_total: float | None = Field(default=None, description="GPU memory, bytes.")
+    temperature: float | None = Field(default=None, description="GPU temperature, °C.")
+    power_w: float | None = Field(default=None, description="GPU power draw, W.")
+
+
 class WorkerPublic(BaseModel):
     id: str
     hostname: str
@@ -238,6 +251,7 @@ class WorkerPublic(BaseModel):
     heartbeat_at: float
     seconds_since_heartbeat: float
     slots: list[str]
+    device_use: list[DeviceUsePublic] = Field(default_factory=list)
 
 
 class HealthPublic(BaseModel):

@@ -9,7 +9,7 @@ from starlette.concurrency import run_in_threadpool
 
 from server import __version__
 from server.api.deps import ServicesDep
-from server.schemas import HealthPublic, WorkerPublic
+from server.schemas import DeviceUsePublic, HealthPublic, WorkerPublic
 
 router = APIRouter(tags=["health"])
 
@@ -28,6 +28,7 @@ async def health(request: Request, services: ServicesDep) -> HealthPublic:
             heartbeat_at=w.heartbeat_at,
             seconds_since_heartbeat=round(now - w.heartbeat_at, 3),
             slots=w.slots,
+            device_use=[DeviceUsePublic(**use) for use in w.device_use or []],
         )
         for w in rows
     ]

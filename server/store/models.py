@@ -136,6 +136,8 @@ class WorkerRow(Base):
     backend: Mapped[str] = mapped_column(String(16), default="cpu")
     devices: Mapped[list[str]] = mapped_column(JSON, default=list)
     stopped: Mapped[bool] = mapped_column(default=False)
+    device_use: Mapped[list[dict[str, Any]] | None] = mapped_column(JSON, nullable=True)
+    """``[{"device", "runs", ...GPU use}]`` as of the last heartbeat."""
 
 
 Index("ix_runs_status_queued", RunRow.status, RunRow.queued_at)

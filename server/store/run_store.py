@@ -466,11 +466,13 @@ class RunStore:
             )
         return worker_id
 
-    def heartbeat(self, worker_id: str) -> None:
+    def heartbeat(self, worker_id: str, device_use: list[dict[str, Any]] | None = None) -> None:
+        """Keeps the worker alive; ``device_use`` (when given) replaces what it reported."""
+        values: dict[str, Any] = {"heartbeat_at": time.time()}
+        if device_use is not None:
+            values["device_use"] = device_use
         with transaction(self.sessions) as session:
-            session.execute(
-                update(WorkerRow).where(WorkerRow.id == worker_id).values(heartbeat_at=time.time())
-            )
+            session.execute(update(WorkerRow).where(WorkerRow.id == worker_id).values(**values))
 
     def stop_worker(self, worker_id: str) -> None:
         with transaction(self.sessions) as session:

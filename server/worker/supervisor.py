@@ -27,7 +27,7 @@ from server.store import artifacts
 from server.store.db import make_engine, make_sessionmaker, migrate
 from server.store.run_status import TransitionError
 from server.store.run_store import RunNotFound, RunStore
-from server.worker import run_process
+from server.worker import run_process, system_metrics
 from server.worker.devices import (
     Device,
     DevicePool,
@@ -69,6 +69,7 @@ class Supervisor:
         self.pool = DevicePool(
             found, settings.runs_per_device, settings.workers if on_gpus else None
         )
+        self.nvml = system_metrics.nvml() if on_gpus else None
         self.engine = make_engine(settings.db_url)
         self.store = RunStore(make_sessionmaker(self.engine), settings.runs_dir)
         self.children: dict[str, Child] = {}
@@ -126,7 +127,7 @@ class Supervisor:
     def _heartbeat(self, done: threading.Event) -> None:
         while not done.wait(self.settings.heartbeat_seconds):
             try:
-                self.store.heartbeat(self.worker_id)
+                self.store.heartbeat(self.worker_id, device_use(self.pool.holders(), self.nvml))
             except Exception:
                 log.exception("heartbeat failed")
 
@@ -280,3 +281,18 @@ def main(settings_json: str | None = None, *, die_with_parent: bool = False) -> 
     supervisor = Supervisor(settings)
     supervisor.install_signals(interrupt=not die_with_parent)
     supervisor.run()
+
+
+def device_use(holders: dict[str, list[str]], nvml: Any | None) -> list[dict[str, Any]]:
+    """What a worker reports with its heartbeat: each device, the runs on it and, for a GPU
+    where NVIDIA's driver answers, its utilization, memory, temperature and power."""
+    use: list[dict[str, Any]] = []
+    for name, runs in holders.items():
+        entry: dict[str, Any] = {"device": name, "runs": runs}
+        kind, _, index = name.partition(":")
+        if nvml is not None and kind == "gpu" and index.isdigit():
+            prefix = f"system/gpu{index}/"
+            stats = system_metrics.gpu_metrics(nvml, int(index))
+            entry.update({key.removeprefix(prefix): value for key, value in stats.items()})
+        use.append(entry)
+    return use

@@ -20,7 +20,7 @@ from typing import Any
 import psutil  # type: ignore[import-untyped]
 
 
-def _nvml() -> Any | None:
+def nvml() -> Any | None:
     """The initialised ``pynvml`` module, or None without the package or a driver."""
     try:
         import pynvml  # type: ignore[import-untyped]
@@ -65,7 +65,7 @@ class SystemSampler:
     def __init__(self, env: Mapping[str, str] | None = None):
         self.process = psutil.Process()
         self.process.cpu_percent(None)  # the first reading starts the measured interval
-        self.nvml = _nvml()
+        self.nvml = nvml()
         self.gpus = visible_gpus(self.nvml, env or os.environ) if self.nvml else []
 
     def sample(self) -> dict[str, float]:

@@ -6,6 +6,7 @@ process receives the environment that places it."""
 from __future__ import annotations
 
 import re
+import time
 from collections.abc import Iterator
 
 import pytest
@@ -54,8 +55,21 @@ def test_more_devices_than_any_worker_has_is_a_422(service: Service) -> None:
         ]
 
 
+def _holders(service: Service) -> dict[str, list[str]]:
+    (worker,) = service.client.get("/api/health").json()["workers"]
+    return {use["device"]: use["runs"] for use in worker["device_use"]}
+
+
 def test_runs_get_their_devices_through_their_environment(service: Service) -> None:
     one_a, one_b, two = (service.submit(_spec(n))["id"] for n in (1, 1, 2))
+    # While the run asking for two devices runs, health shows it on both.
+    service.wait_for(two, ["running"], timeout=120)
+    deadline = time.monotonic() + 10
+    while two not in _holders(service).get("cpu:1", []) and time.monotonic() < deadline:
+        time.sleep(0.2)
+    holders = _holders(service)
+    assert set(holders) == {"cpu:0", "cpu:1"}
+    assert two in holders["cpu:0"] and two in holders["cpu:1"], holders
     for run_id in (one_a, one_b, two):
         assert service.wait_for(run_id)["status"] == "succeeded"
     (device_a,), count_a, env_a = _placement(service, one_a)

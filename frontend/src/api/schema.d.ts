@@ -260,6 +260,45 @@ export interface components {
              */
             step?: number | null;
         };
+        /**
+         * DeviceUsePublic
+         * @description One device of a worker as of its last heartbeat; GPU figures where the driver
+         *     answers (absent otherwise).
+         */
+        DeviceUsePublic: {
+            /** Device */
+            device: string;
+            /**
+             * Memory Total
+             * @description GPU memory, bytes.
+             */
+            memory_total?: number | null;
+            /**
+             * Memory Used
+             * @description GPU memory used, bytes.
+             */
+            memory_used?: number | null;
+            /**
+             * Power W
+             * @description GPU power draw, W.
+             */
+            power_w?: number | null;
+            /**
+             * Runs
+             * @description The runs placed on this device now.
+             */
+            runs: string[];
+            /**
+             * Temperature
+             * @description GPU temperature, °C.
+             */
+            temperature?: number | null;
+            /**
+             * Utilization
+             * @description GPU utilization, %.
+             */
+            utilization?: number | null;
+        };
         /** EnvList */
         EnvList: {
             /**
@@ -583,6 +622,8 @@ export interface components {
         };
         /** WorkerPublic */
         WorkerPublic: {
+            /** Device Use */
+            device_use?: components["schemas"]["DeviceUsePublic"][];
             /** Heartbeat At */
             heartbeat_at: number;
             /** Hostname */
