@@ -10,8 +10,11 @@ import time
 
 
 def _train(args: argparse.Namespace) -> int:
+    from rich.console import Console
+
     from nnx_ppo import envs, presets
     from nnx_ppo.algorithms.ppo import train_ppo
+    from nnx_ppo.progress import StepRate, fields, make_progress
     from nnx_ppo.utils import enable_compilation_cache
 
     preset = presets.PRESETS.get(args.preset)
@@ -27,16 +30,25 @@ def _train(args: argparse.Namespace) -> int:
         )
     networks = preset.make_networks(env.observation_size, env.action_size, args.seed)
     start = time.perf_counter()
+    total = config.ppo.total_steps
+    rate = StepRate(min_interval_s=0.05)
+    progress = make_progress(Console(highlight=False))
 
     def log(metrics: dict, step: int) -> None:
-        if "eval/episode_reward" in metrics:
-            print(
+        rate.add(time.perf_counter(), step)
+        reward = metrics.get("eval/episode_reward")
+        shown = fields(rate, step, total, reward)
+        progress.update(task, completed=step, **shown)  # type: ignore[arg-type]
+        if reward is not None:
+            progress.console.print(
                 f"step {step:>10d}  {time.perf_counter() - start:7.1f}s  "
-                f"eval/episode_reward {metrics['eval/episode_reward']:8.2f}",
-                flush=True,
+                f"eval/episode_reward {reward:8.2f}",
+                markup=False,
             )
 
-    train_ppo(env, networks, config, seed=args.seed, log_fn=log)
+    with progress:
+        task = progress.add_task("training", total=total, sps="", eta="", reward="")
+        train_ppo(env, networks, config, seed=args.seed, log_fn=log)
     return 0
 
 
