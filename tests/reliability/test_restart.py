@@ -79,26 +79,30 @@ def _check_resumed(svc: ReliableService, story: Story, before: set, attempts: in
     checkpoints = svc.checkpoints_dir(run_id)
     assert incomplete_checkpoints(checkpoints) == []
     newest = checkpoint_steps(checkpoints)[-1]
-    seen_steps = {step for step, _ in before}
-    # Started again (``attempts``) and past what was stored before: steps stored by the
-    # killed process after ``before`` was read must not pass for progress of the new one.
-    svc.wait_for(
-        run_id,
-        ["running"],
-        120,
-        lambda r: r["attempts"] >= attempts and r["steps"] > max(seen_steps) + ITERATION,
-    )
+    # Claimed again (``attempts``), then the new process says where it resumes from. Steps
+    # the killed process stored late can satisfy a wait on ``steps`` before the new process
+    # has done anything, so progress is measured from what was stored when it started.
+    svc.wait_for(run_id, ["running"], 120, lambda r: r["attempts"] >= attempts)
     statuses = svc.statuses(run_id)
     assert statuses[-3:] == ["interrupted", "queued", "running"], statuses
     assert statuses.count("running") == attempts == svc.run(run_id)["attempts"]
+
+    def resumed_lines() -> list[str]:
+        events = svc.stored_events(run_id)
+        restart_seq = max(e["seq"] for e in events if e["type"] == "status")
+        return [e["line"] for e in events if e["type"] == "log" and e["seq"] > restart_seq - 3]
+
+    lines = wait_until(
+        "the resumed run's log",
+        lambda: [line for line in resumed_lines() if "resuming from" in line],
+    )
     # The first step stored after the restart follows the newest checkpoint (older steps
     # that the resumed run repeats are not stored again).
-    events = svc.stored_events(run_id)
-    restart_seq = max(e["seq"] for e in events if e["type"] == "status")
-    resumed = [e for e in events if e["type"] == "log" and e["seq"] > restart_seq - 3]
-    assert any(f"step_{newest:010d}" in e["line"] for e in resumed) or any(
-        f"(step {newest})" in e["line"] for e in resumed
-    ), [e["line"] for e in resumed]
+    assert any(f"step_{newest:010d}" in line or f"(step {newest})" in line for line in lines), (
+        resumed_lines()
+    )
+    stored_at_start = max(step for step, _, _ in svc.metric_rows(run_id))
+    svc.wait_for(run_id, ["running"], 120, lambda r: r["steps"] > stored_at_start + ITERATION)
     after = svc.metric_rows(run_id)
     assert before <= {(step, key) for step, key, _ in after}
     assert len({(step, key) for step, key, _ in after}) == len(after)
