@@ -1,38 +1,74 @@
-"""The ``nnx-ppo`` command line: list envs, and train a preset from the shell."""
+"""The ``nnx-ppo`` command line: list envs, and train a preset from the shell.
+
+``nnx-ppo train ENV [KEY=VALUE ...]`` trains ``ENV``'s preset (``--preset NAME`` is the same
+as ``ENV``); ``KEY=VALUE`` are dotted overrides (``ppo.learning_rate=3e-4``,
+``network.actor_hidden_sizes=[64,64]``, ``env.episode_length=500``; see
+``nnx_ppo.presets.overrides``). ``--print-config`` prints the resolved preset as JSON
+instead of training; ``--config FILE`` reads such a JSON; ``--json PATH`` writes the
+result (evaluations with their wall times) when training ends.
+"""
 
 from __future__ import annotations
 
 import argparse
-import dataclasses
+import json
 import os
 import sys
 import time
+from typing import Any
+
+
+def _resolve(args: argparse.Namespace) -> Any:
+    """The preset to train: from ``--config`` or the env's preset, with ``--variant``,
+    ``--n-envs``, ``--steps`` and the dotted overrides applied (in that order)."""
+    from nnx_ppo import presets
+    from nnx_ppo.presets import overrides
+
+    names = [a for a in args.items if "=" not in a]
+    assignments = [overrides.parse_assignment(a) for a in args.items if "=" in a]
+    if len(names) > 1 or (names and args.preset):
+        raise ValueError(f"give one env name, got {[*names, *filter(None, [args.preset])]}")
+    name = names[0] if names else args.preset
+    if args.config is not None:
+        if name:
+            raise ValueError("give either an env name or --config, not both")
+        try:
+            with open(args.config) as f:
+                data = json.load(f)
+        except (OSError, ValueError) as error:
+            raise ValueError(f"cannot read --config {args.config}: {error}") from None
+        preset = overrides.from_json(data)
+    else:
+        preset = presets.preset(name or "CartpoleBalance", args.variant)
+    if args.n_envs is not None or args.steps is not None:
+        preset = preset.with_overrides(n_envs=args.n_envs, total_steps=args.steps)
+    return overrides.apply(preset, assignments) if assignments else preset
 
 
 def _train(args: argparse.Namespace) -> int:
+    from nnx_ppo.presets import overrides
+
+    preset = _resolve(args)
+    if args.print_config:
+        print(json.dumps(overrides.to_json(preset), indent=2))
+        return 0
+
     from rich.console import Console
 
-    from nnx_ppo import envs, presets
+    from nnx_ppo import envs
     from nnx_ppo.algorithms.ppo import train_ppo
     from nnx_ppo.progress import StepRate, fields, make_progress
     from nnx_ppo.utils import enable_compilation_cache
 
-    preset = presets.PRESETS.get(args.preset)
-    if preset is None:
-        print(f"unknown preset {args.preset!r}; known: {sorted(presets.PRESETS)}", file=sys.stderr)
-        return 2
     enable_compilation_cache(args.cache_dir)
     env = envs.load(preset.env, preset.env_overrides)
     config = preset.config
-    if args.steps is not None:
-        config = dataclasses.replace(
-            config, ppo=dataclasses.replace(config.ppo, total_steps=args.steps)
-        )
     networks = preset.make_networks(env.observation_size, env.action_size, args.seed)
     start = time.perf_counter()
     total = config.ppo.total_steps
     rate = StepRate(min_interval_s=0.05)
     progress = make_progress(Console(highlight=False))
+    eval_wall: dict[int, float] = {}
 
     def log(metrics: dict, step: int) -> None:
         rate.add(time.perf_counter(), step)
@@ -40,39 +76,92 @@ def _train(args: argparse.Namespace) -> int:
         shown = fields(rate, step, total, reward)
         progress.update(task, completed=step, **shown)  # type: ignore[arg-type]
         if reward is not None:
+            eval_wall[step] = time.perf_counter() - start
             progress.console.print(
-                f"step {step:>10d}  {time.perf_counter() - start:7.1f}s  "
-                f"eval/episode_reward {reward:8.2f}",
+                f"step {step:>10d}  {eval_wall[step]:7.1f}s  eval/episode_reward {reward:8.2f}",
                 markup=False,
             )
 
     with progress:
         task = progress.add_task("training", total=total, sps="", eta="", reward="")
-        train_ppo(env, networks, config, seed=args.seed, log_fn=log)
+        result = train_ppo(env, networks, config, seed=args.seed, log_fn=log)
+    if args.json is not None:
+        history = [
+            {"step": e["step"], "wall_s": eval_wall.get(e["step"]), **e}
+            for e in result.eval_history
+        ]
+        report = {
+            "preset": overrides.to_json(preset),
+            "env": preset.env,
+            "seed": args.seed,
+            "total_steps": int(result.total_steps),
+            "wall_s": time.perf_counter() - start,
+            "eval_history": history,
+        }
+        with open(args.json, "w") as f:
+            json.dump(report, f, indent=2)
+    return 0
+
+
+def _envs() -> int:
+    from nnx_ppo import catalogue
+
+    names = catalogue.env_names()
+    width = max(len(n) for n in names)
+    unavailable = 0
+    for name in names:
+        reason = catalogue.missing_assets(name)
+        source = catalogue.source_of(name)
+        if reason is None:
+            print(f"{name:<{width}}  {source:<10}  available")
+        else:
+            unavailable += 1
+            print(f"{name:<{width}}  {source:<10}  UNAVAILABLE: {reason}")
+    print(f"{len(names)} envs, {len(names) - unavailable} available", file=sys.stderr)
     return 0
 
 
 def main(argv: list[str] | None = None) -> int:
     """Entry point of the ``nnx-ppo`` console script."""
-    parser = argparse.ArgumentParser(prog="nnx-ppo", description=__doc__)
+    parser = argparse.ArgumentParser(prog="nnx-ppo", description=__doc__.split("\n\n")[0])
     sub = parser.add_subparsers(dest="command", required=True)
-    sub.add_parser("envs", help="list the environments that can be trained")
-    train = sub.add_parser("train", help="train a preset and print its evaluations")
-    train.add_argument("--preset", default="CartpoleBalance")
+    sub.add_parser("envs", help="list every env; the unavailable ones with the reason")
+    train = sub.add_parser(
+        "train",
+        help="train an env's preset and print its evaluations",
+        description=__doc__.split("\n\n", 1)[1],
+    )
+    train.add_argument(
+        "items",
+        nargs="*",
+        metavar="ENV | KEY=VALUE",
+        help="the env (default CartpoleBalance), then dotted overrides",
+    )
+    train.add_argument("--preset", default=None, help="the env whose preset to train")
+    train.add_argument("--variant", choices=("cpu", "gpu"), default=None)
     train.add_argument("--steps", type=int, default=None, help="override total env steps")
+    train.add_argument(
+        "--n-envs", type=int, default=None, help="envs (the minibatch count scales with it)"
+    )
     train.add_argument("--seed", type=int, default=0)
+    train.add_argument("--config", default=None, help="read the preset from this JSON file")
+    train.add_argument("--print-config", action="store_true", help="print the preset as JSON")
+    train.add_argument("--json", default=None, metavar="PATH", help="write the result here")
     train.add_argument(
         "--cache-dir",
         default=os.environ.get("NNX_PPO_JAX_CACHE", os.path.join(".cache", "jax")),
         help="JAX persistent compilation cache directory",
     )
-    args = parser.parse_args(argv)
+    # Overrides may follow options (`train ENV --n-envs 8 ppo.learning_rate=3e-4`), which
+    # a nargs="*" positional alone does not collect.
+    args, extra = parser.parse_known_args(argv)
+    stray = [a for a in extra if a.startswith("-") or args.command != "train"]
+    if stray:
+        parser.error(f"unrecognized arguments: {' '.join(stray)}")
+    if args.command == "train":
+        args.items = [*args.items, *extra]
     if args.command == "envs":
-        from nnx_ppo import envs
-
-        for name in envs.available_envs():
-            print(name)
-        return 0
+        return _envs()
     try:
         return _train(args)
     except ValueError as error:

@@ -2,14 +2,72 @@
 
 from __future__ import annotations
 
+import json
+
+from nnx_ppo import catalogue
 from nnx_ppo.cli import main
 from nnx_ppo.progress import StepRate
 
 
 def test_envs_lists_builtin_and_playground_envs(capsys):
     assert main(["envs"]) == 0
-    names = capsys.readouterr().out.split()
-    assert {"PointReach", "MemoryCue", "CartpoleBalance"} <= set(names)
+    names = [line.split()[0] for line in capsys.readouterr().out.splitlines()]
+    assert names == catalogue.env_names()
+
+
+def test_envs_marks_the_envs_whose_menagerie_assets_are_missing(capsys, tmp_path, monkeypatch):
+    (tmp_path / "unitree_go1").mkdir()  # a stand-in Menagerie with only Go1's folder
+    monkeypatch.setenv(catalogue.MENAGERIE_ENV_VAR, str(tmp_path))
+    assert main(["envs"]) == 0
+    captured = capsys.readouterr()
+    lines = {line.split()[0]: line for line in captured.out.splitlines()}
+    assert lines["Go1Getup"].split()[1:] == ["playground", "available"]
+    assert lines["PointReach"].split()[1:] == ["builtin", "available"]
+    assert lines["CartpoleBalance"].endswith("available")
+    spot = lines["SpotGetup"]
+    assert "UNAVAILABLE" in spot and str(tmp_path / "boston_dynamics_spot") in spot
+    assert catalogue.MENAGERIE_ENV_VAR in spot  # the fix
+    unavailable = sum("UNAVAILABLE" in line for line in lines.values())
+    assert unavailable == len(catalogue.MENAGERIE_ASSETS) - 5  # Go1's five envs load
+    assert f"{len(lines)} envs, {len(lines) - unavailable} available" in captured.err
+
+
+def test_train_prints_the_resolved_preset_with_overrides(capsys):
+    argv = ["train", "PointReach", "--n-envs", "32", "ppo.learning_rate=3e-4", "seed=3"]
+    assert main([*argv, "network.actor_hidden_sizes=[8,8]", "--print-config"]) == 0
+    printed = json.loads(capsys.readouterr().out)
+    assert printed["env"] == {"name": "PointReach", "overrides": {}}
+    ppo = printed["config"]["ppo"]
+    # --n-envs 32 halves the preset's 64 envs and so its 4 minibatches.
+    assert (ppo["n_envs"], ppo["n_minibatches"], ppo["learning_rate"]) == (32, 2, 3e-4)
+    assert printed["config"]["seed"] == 3
+    assert printed["network"]["actor_hidden_sizes"] == [8, 8]
+
+
+def test_train_reads_a_printed_preset_back_and_overrides_it(capsys, tmp_path):
+    assert main(["train", "MemoryCue", "--print-config"]) == 0
+    path = tmp_path / "preset.json"
+    path.write_text(capsys.readouterr().out)
+    assert main(["train", "--config", str(path), "ppo.n_epochs=2", "--print-config"]) == 0
+    printed = json.loads(capsys.readouterr().out)
+    assert printed["env"]["name"] == "MemoryCue" and printed["network"]["kind"] == "lstm"
+    assert printed["config"]["ppo"]["n_epochs"] == 2
+    assert main(["train", "--config", str(tmp_path / "missing.json")]) == 2
+    assert "cannot read --config" in capsys.readouterr().err
+
+
+def test_bad_overrides_are_one_line_naming_the_key(capsys):
+    cases = {
+        "ppo.learning_rat=1": "unknown field 'ppo.learning_rat'",
+        "ppo.learning_rate=fast": "ppo.learning_rate='fast': must be a number",
+        "network.depth=3": "unknown network field network.depth",
+        "nonsense=1": "unknown override key 'nonsense'",
+    }
+    for item, message in cases.items():
+        assert main(["train", "PointReach", item, "--print-config"]) == 2
+        err = capsys.readouterr().err
+        assert err.startswith("error: ") and message in err and "Traceback" not in err
+        assert err.count("\n") == 1
 
 
 def test_unknown_preset_is_a_clear_error(capsys):
@@ -27,15 +85,20 @@ def test_train_shows_a_progress_bar_and_the_evaluations(capsys, tmp_path, monkey
     # PointReach's preset: 64 envs x 16 steps = 1,024 per iteration; 4,096 steps are 4
     # iterations in one jitted call, evaluated once at the end.
     monkeypatch.setenv("COLUMNS", "200")
-    assert (
-        main(["train", "--preset", "PointReach", "--steps", "4096", "--cache-dir", str(tmp_path)])
-        == 0
-    )
+    result = tmp_path / "result.json"
+    argv = ["train", "PointReach", "--steps", "4096", "--seed", "2", "--json", str(result)]
+    assert main([*argv, "--cache-dir", str(tmp_path)]) == 0
     out = capsys.readouterr().out
     assert "training" in out and "4,096/4,096 steps" in out  # the finished bar
     assert "steps/s" not in out  # one burst of logs: no rate to show, rather than a wrong one
     (line,) = [line for line in out.splitlines() if "eval/episode_reward" in line]
     assert line.split()[1] == "4096"
+    written = json.loads(result.read_text())
+    assert (written["env"], written["seed"], written["total_steps"]) == ("PointReach", 2, 4096)
+    assert written["preset"]["config"]["ppo"]["total_steps"] == 4096
+    (evaluation,) = written["eval_history"]
+    assert evaluation["step"] == 4096 and 0 < evaluation["wall_s"] <= written["wall_s"]
+    assert f"{evaluation['eval/episode_reward']:8.2f}" in line
 
 
 def test_the_rate_counts_one_point_per_burst_of_logs():
