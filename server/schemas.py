@@ -44,6 +44,21 @@ class NetworkSpec(BaseModel):
         max_length=16,
         description="One value head per reward stream of a dict reward; default: the env's.",
     )
+    policy_obs_key: str | None = Field(
+        default=None,
+        min_length=1,
+        max_length=200,
+        description="Asymmetric actor-critic (kind 'mlp', dict observations): the "
+        "observation key the policy reads, e.g. 'state'. Given with value_obs_key.",
+    )
+    value_obs_key: str | None = Field(
+        default=None,
+        min_length=1,
+        max_length=200,
+        validate_default=True,
+        description="The observation key the value reads, e.g. 'privileged_state' (the "
+        "policy never sees it). Given with policy_obs_key.",
+    )
 
     @field_validator("actor_hidden_sizes", "critic_hidden_sizes")
     @classmethod
@@ -58,6 +73,22 @@ class NetworkSpec(BaseModel):
         if size is not None and info.data.get("kind") != "lstm":
             raise ValueError("lstm_size applies only to kind 'lstm'")
         return size
+
+    @field_validator("policy_obs_key")
+    @classmethod
+    def _mlp_only(cls, key: str | None, info: ValidationInfo) -> str | None:
+        if key is not None and info.data.get("kind") != "mlp":
+            raise ValueError("policy_obs_key and value_obs_key apply only to kind 'mlp'")
+        return key
+
+    @field_validator("value_obs_key")
+    @classmethod
+    def _keys_together(cls, key: str | None, info: ValidationInfo) -> str | None:
+        if "policy_obs_key" not in info.data:  # policy_obs_key itself was refused
+            return key
+        if (key is None) != (info.data["policy_obs_key"] is None):
+            raise ValueError("policy_obs_key and value_obs_key must be given together")
+        return key
 
     def factory_fields(self) -> dict[str, Any]:
         """``{"kind", **set fields}`` as ``presets.make_networks`` takes it."""
@@ -182,6 +213,22 @@ class EnvPublic(BaseModel):
     available: bool = Field(default=True, description="False when the env cannot load here.")
     reason: str | None = Field(default=None, description="Why it is not available, and the fix.")
     reward_streams: list[str] | None = None
+
+
+class PresetPublic(BaseModel):
+    env: str
+    variant: Literal["cpu", "gpu"] = Field(
+        description="The machine it is sized for: by default gpu when a live worker has a "
+        "GPU, else cpu."
+    )
+    source: str = Field(
+        description="'tuned', 'playground' (mapped from Playground's Brax "
+        "PPO parameters) or the built-in env's own."
+    )
+    unmapped: list[str] = Field(description="What of the source parameters does not carry over.")
+    spec: dict[str, Any] = Field(
+        description="env, network and config of a run spec, as POST /api/runs takes them."
+    )
 
 
 class EnvList(BaseModel):

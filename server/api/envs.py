@@ -8,13 +8,15 @@ whose sizes are not known yet has ``details_known: false``. An env that cannot l
 
 from __future__ import annotations
 
-from typing import Any
+import time
+from typing import Any, Literal
 
-from fastapi import APIRouter
+from fastapi import APIRouter, HTTPException
 
 from nnx_ppo import catalogue
-from server.api.deps import ServicesDep
-from server.schemas import EnvList, EnvPublic
+from server.api.deps import Services, ServicesDep
+from server.schemas import EnvList, EnvPublic, PresetPublic
+from server.spec.checker import CheckerUnavailable
 
 router = APIRouter(tags=["envs"])
 
@@ -33,3 +35,34 @@ def list_envs(services: ServicesDep) -> EnvList:
         entry.update(name=name, source=catalogue.source_of(name))
         items.append(EnvPublic(**entry, available=reason is None, reason=reason))
     return EnvList(items=items, total=len(items), complete=complete)
+
+
+@router.get("/envs/{name}/preset", response_model=PresetPublic)
+def env_preset(
+    name: str, services: ServicesDep, variant: Literal["cpu", "gpu"] | None = None
+) -> PresetPublic:
+    """The env's preset (``nnx_ppo.presets``) as a run spec: what the dashboard's New Run
+    form fills in when the env is picked. ``variant`` defaults to ``gpu`` when a live worker
+    runs on a GPU, else ``cpu``."""
+    names = catalogue.env_names()
+    if not services.catalogue.include_playground:
+        names = [n for n in names if catalogue.source_of(n) == "builtin"]
+    if name not in names:
+        raise HTTPException(404, f"env {name!r} not found")
+    try:
+        answer = services.checker.preset(name, variant or _worker_variant(services))
+    except CheckerUnavailable as error:
+        raise HTTPException(503, str(error)) from None
+    except ValueError as error:
+        raise HTTPException(404, str(error)) from None
+    return PresetPublic(**answer)
+
+
+def _worker_variant(services: Services) -> Literal["cpu", "gpu"]:
+    now = time.time()
+    live = [
+        w
+        for w in services.store.workers()
+        if now - w.heartbeat_at <= services.settings.heartbeat_timeout
+    ]
+    return "gpu" if any(w.backend not in ("cpu", "") for w in live) else "cpu"

@@ -43,11 +43,23 @@ def _checker_main(conn: Connection) -> None:
             request = conn.recv()
         except EOFError:
             return
-        spec, teacher_network, resume_checkpoint = request
         try:
+            if isinstance(request, dict):  # {"op": "preset", "name", "variant"}
+                conn.send(("ok", _preset_answer(request["name"], request["variant"])))
+                continue
+            spec, teacher_network, resume_checkpoint = request
             conn.send(("ok", check_spec(spec, teacher_network, resume_checkpoint)))
         except Exception as error:
             conn.send(("error", f"{type(error).__name__}: {error}"))
+
+
+def _preset_answer(name: str, variant: str) -> dict[str, Any]:
+    from server.spec.spec_check import preset_answer
+
+    try:
+        return {"preset": preset_answer(name, variant)}
+    except ValueError as error:
+        return {"error": str(error)}
 
 
 def _catalogue_main(path: str, include_playground: bool) -> None:
@@ -113,6 +125,35 @@ class SpecChecker:
             raise CheckerUnavailable(f"the spec check failed: {answer}")
         errors, total_steps = answer
         return list(errors), int(total_steps)
+
+    def preset(self, name: str, variant: str) -> dict[str, Any]:
+        """``spec_check.preset_answer`` in the checker process.
+
+        Raises:
+            ValueError: the library refused ``name`` or ``variant`` (the message says why).
+            CheckerUnavailable: the checker died or did not answer in time.
+        """
+        answer = self._ask({"op": "preset", "name": name, "variant": variant})
+        if "error" in answer:
+            raise ValueError(answer["error"])
+        preset: dict[str, Any] = answer["preset"]
+        return preset
+
+    def _ask(self, request: Any) -> Any:
+        with self._lock:
+            conn = self._ensure_started()
+            try:
+                conn.send(request)
+                if not conn.poll(CHECK_TIMEOUT_S):
+                    self._kill()
+                    raise CheckerUnavailable("the checker did not answer in time")
+                status, answer = conn.recv()
+            except (EOFError, OSError, BrokenPipeError) as error:
+                self._kill()
+                raise CheckerUnavailable(f"the spec checker stopped: {error}") from error
+        if status != "ok":
+            raise CheckerUnavailable(f"the checker failed: {answer}")
+        return answer
 
     def _kill(self) -> None:
         if self._process is not None:

@@ -211,6 +211,10 @@ def check_spec(
         networks["teacher"] = teacher_network
     built: dict[str, Any] = {}
     for where, network_spec in networks.items():
+        key_error = obs_key_error(network_spec, env)
+        if key_error is not None:
+            errors.append(SpecError((where, *key_error.loc), key_error.msg).as_detail())
+            continue
         try:
             fields = network_fields(dict(network_spec), env)
             built[where] = make_networks(fields, env.observation_size, env.action_size, 0)
@@ -242,6 +246,28 @@ def _resume_errors(
     ]
 
 
+def obs_key_error(network: Mapping[str, Any], env: Any) -> SpecError | None:
+    """An error on ``policy_obs_key`` / ``value_obs_key`` (loc relative to the network)
+    when the env's observation has no such key or is not a dict, else None."""
+    size = env.observation_size
+    for field in ("policy_obs_key", "value_obs_key"):
+        key = network.get(field)
+        if key is None:
+            continue
+        if not isinstance(size, Mapping):
+            return SpecError(
+                (field,),
+                f"{field} {key!r} needs dict observations; this env's observation is an "
+                f"array of size {size}",
+            )
+        if key not in size:
+            return SpecError(
+                (field,),
+                f"{field} {key!r} is not a key of the observation; its keys: {sorted(size)}",
+            )
+    return None
+
+
 def network_fields(fields: dict[str, Any], env: Any) -> dict[str, Any]:
     """A spec's network fields, with ``reward_streams`` taken from the env (one value head
     per stream of a dict reward) unless the spec names them."""
@@ -263,6 +289,8 @@ _NETWORK_FIELDS = (
     "entropy_weight",
     "min_std",
     "reward_streams",
+    "policy_obs_key",
+    "value_obs_key",
 )
 
 
@@ -270,6 +298,23 @@ def _network_loc(where: str, message: str) -> Loc:
     """The network field an error message names, if it names one."""
     named = [name for name in _NETWORK_FIELDS if name in message]
     return (where, named[0]) if len(named) == 1 else (where,)
+
+
+def preset_answer(name: str, variant: str) -> dict[str, Any]:
+    """``GET /api/envs/{name}/preset``'s body: ``nnx_ppo.presets.preset(name, variant)`` as
+    ``{"env", "variant", "source", "unmapped", "spec"}``, where ``spec`` (``env``, ``network``,
+    ``config``) is a run spec ``POST /api/runs`` accepts as it is."""
+    from nnx_ppo.presets import preset
+    from nnx_ppo.presets.overrides import to_json
+
+    found = to_json(preset(name, variant))
+    return {
+        "env": name,
+        "variant": found["variant"],
+        "source": found["source"],
+        "unmapped": found["unmapped"],
+        "spec": {key: found[key] for key in ("env", "network", "config")},
+    }
 
 
 def describe_envs(include_playground: bool = True) -> Iterator[dict[str, Any]]:

@@ -11,6 +11,7 @@ from tests.service_harness import TOKEN, Service
 
 ENDPOINTS = [
     ("GET", "/api/envs"),
+    ("GET", "/api/envs/PointReach/preset"),
     ("GET", "/api/runs"),
     ("POST", "/api/runs"),
     ("GET", "/api/runs/0123456789ab"),

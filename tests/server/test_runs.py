@@ -51,6 +51,13 @@ def _locs(response) -> list[list]:  # type: ignore[no-untyped-def]
             lambda s: s["network"].update(reward_streams=["task", "energy"]),
             ["body", "network", "reward_streams"],
         ),
+        (  # PointReachDict observes {"state", "target"}
+            lambda s: (
+                s["env"].update(name="PointReachDict"),
+                s["network"].update(policy_obs_key="state", value_obs_key="privileged_state"),
+            ),
+            ["body", "network", "value_obs_key"],
+        ),
         (lambda s: s["config"].update(nope=1), ["body", "config", "nope"]),
         (
             lambda s: s.update(resume_from={"run_id": "0123456789ab"}),
@@ -67,6 +74,24 @@ def test_invalid_specs_are_refused_with_the_field(service: Service, change, loc)
     locs = _locs(service.client.post("/api/runs", json=spec))
     assert any(found[: len(loc)] == loc for found in locs), locs
     assert service.client.get("/api/runs").json()["total"] == before  # nothing queued
+
+
+def test_an_env_preset_is_served_as_a_run_spec(service: Service) -> None:
+    answer = service.client.get("/api/envs/PointReachEnergy/preset")
+    assert answer.status_code == 200, answer.text
+    body = answer.json()
+    assert (body["env"], body["variant"]) == ("PointReachEnergy", "cpu")  # a CPU worker
+    spec = body["spec"]
+    assert spec["env"] == {"name": "PointReachEnergy", "overrides": {}}
+    assert spec["network"]["reward_streams"] == ["energy", "task"]
+    assert spec["config"]["ppo"]["n_envs"] == 64 and spec["config"]["eval"]["n_envs"] == 32
+    # A built-in env's preset has one size, whatever the variant asked for.
+    gpu = service.client.get("/api/envs/PointReach/preset", params={"variant": "gpu"})
+    assert gpu.status_code == 200 and gpu.json()["variant"] == "cpu"
+    missing = service.client.get("/api/envs/NoSuchEnv/preset")
+    assert missing.status_code == 404 and "NoSuchEnv" in missing.json()["detail"]
+    bad = service.client.get("/api/envs/PointReach/preset", params={"variant": "tpu"})
+    assert _locs(bad) == [["query", "variant"]]
 
 
 def test_non_json_body_is_a_422(service: Service) -> None:

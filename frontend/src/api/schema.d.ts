@@ -21,6 +21,28 @@ export interface paths {
         patch?: never;
         trace?: never;
     };
+    "/api/envs/{name}/preset": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        /**
+         * Env Preset
+         * @description The env's preset (``nnx_ppo.presets``) as a run spec: what the dashboard's New Run
+         *     form fills in when the env is picked. ``variant`` defaults to ``gpu`` when a live worker
+         *     runs on a GPU, else ``cpu``.
+         */
+        get: operations["env_preset_api_envs__name__preset_get"];
+        put?: never;
+        post?: never;
+        delete?: never;
+        options?: never;
+        head?: never;
+        patch?: never;
+        trace?: never;
+    };
     "/api/health": {
         parameters: {
             query?: never;
@@ -429,10 +451,48 @@ export interface components {
             /** Normalize Obs */
             normalize_obs?: boolean | null;
             /**
+             * Policy Obs Key
+             * @description Asymmetric actor-critic (kind 'mlp', dict observations): the observation key the policy reads, e.g. 'state'. Given with value_obs_key.
+             */
+            policy_obs_key?: string | null;
+            /**
              * Reward Streams
              * @description One value head per reward stream of a dict reward; default: the env's.
              */
             reward_streams?: string[] | null;
+            /**
+             * Value Obs Key
+             * @description The observation key the value reads, e.g. 'privileged_state' (the policy never sees it). Given with policy_obs_key.
+             */
+            value_obs_key?: string | null;
+        };
+        /** PresetPublic */
+        PresetPublic: {
+            /** Env */
+            env: string;
+            /**
+             * Source
+             * @description 'tuned', 'playground' (mapped from Playground's Brax PPO parameters) or the built-in env's own.
+             */
+            source: string;
+            /**
+             * Spec
+             * @description env, network and config of a run spec, as POST /api/runs takes them.
+             */
+            spec: {
+                [key: string]: unknown;
+            };
+            /**
+             * Unmapped
+             * @description What of the source parameters does not carry over.
+             */
+            unmapped: string[];
+            /**
+             * Variant
+             * @description The machine it is sized for: by default gpu when a live worker has a GPU, else cpu.
+             * @enum {string}
+             */
+            variant: "cpu" | "gpu";
         };
         /**
          * ResourcesSpec
@@ -662,6 +722,39 @@ export interface operations {
                 };
                 content: {
                     "application/json": components["schemas"]["EnvList"];
+                };
+            };
+        };
+    };
+    env_preset_api_envs__name__preset_get: {
+        parameters: {
+            query?: {
+                variant?: ("cpu" | "gpu") | null;
+            };
+            header?: never;
+            path: {
+                name: string;
+            };
+            cookie?: never;
+        };
+        requestBody?: never;
+        responses: {
+            /** @description Successful Response */
+            200: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["PresetPublic"];
+                };
+            };
+            /** @description Validation Error */
+            422: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["HTTPValidationError"];
                 };
             };
         };
