@@ -107,6 +107,27 @@ def test_validation_error_appears_next_to_its_field(server, desktop):
     screenshot(page, "validation-error")
 
 
+def test_picking_an_env_fills_the_form_from_its_preset(server, desktop):
+    page, _console = desktop
+    login(page, server)
+    page.goto(server.url + "/runs/new")
+    field(page, "name").fill("from-a-preset")
+    wait_for_env(page, "MemoryCue")
+    field(page, "env.name").select_option("MemoryCue")  # its preset: an LSTM, 12-step episodes
+    # The preset comes from the spec-checker process, which may still be starting.
+    expect(field(page, "network.kind")).to_have_value("lstm", timeout=60_000)
+    expect(field(page, "network.lstm_size")).to_have_value("32")
+    expect(field(page, "config.ppo.n_envs")).to_have_value("64")
+    expect(field(page, "config.eval.max_episode_length")).to_have_value("12")
+    expect(field(page, "name")).to_have_value("from-a-preset")  # the run's own fields stay
+    expect(page.locator(".preset-note")).to_contain_text("Filled from the MemoryCue preset")
+
+    field(page, "config.ppo.n_envs").fill("8")
+    page.get_by_role("button", name="Fill from preset").click()
+    expect(field(page, "config.ppo.n_envs")).to_have_value("64", timeout=30_000)
+    screenshot(page, "new-run-from-preset")
+
+
 def test_json_view_submits_the_text_as_is(server, desktop):
     page, console = desktop
     console.allow_status(422)

@@ -23,6 +23,11 @@ const runPath = (run_id: string) => fillPath("/api/runs/{run_id}", "get", { run_
 export const api = {
   health: () => requestJson<ResponseOf<"/api/health", "get">>("GET", "/api/health"),
   envs: () => requestJson<ResponseOf<"/api/envs", "get">>("GET", "/api/envs"),
+  envPreset: (name: string) =>
+    requestJson<ResponseOf<"/api/envs/{name}/preset", "get">>(
+      "GET",
+      fillPath("/api/envs/{name}/preset", "get", { name }),
+    ),
   listRuns: (filters: RunFilters = {}) =>
     requestJson<ResponseOf<"/api/runs", "get">>(
       "GET",

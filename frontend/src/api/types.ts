@@ -19,6 +19,9 @@ export type EnvSpec = Schemas["EnvSpec"];
 export type RunSpec = Schemas["RunCreate"];
 export type Run = Omit<Schemas["RunPublic"], "spec"> & { spec: RunSpec };
 export type EnvInfo = Schemas["EnvPublic"];
+/** GET /api/envs/{name}/preset: the env's preset, `spec` being a run spec's env, network
+ * and config. */
+export type EnvPreset = Schemas["PresetPublic"];
 export type Video = Schemas["VideoPublic"];
 export type Checkpoint = Schemas["CheckpointPublic"];
 export type WireSeries = Schemas["SeriesPublic"];

@@ -14,6 +14,8 @@ export interface EnvField {
   target: ErrorTarget;
   value(): string;
   select(name: string): void;
+  /** Called when the user picks another env (not on `select`). */
+  onPick(listener: (name: string) => void): void;
   /** Loads the list; resolves after the first answer. Rejects when the call fails. */
   load(): Promise<void>;
   stop(): void;
@@ -44,6 +46,8 @@ export function createEnvField(): EnvField {
   let envs: EnvInfo[] = [];
   let timer: ReturnType<typeof setTimeout> | undefined;
   let stopped = false;
+  let lastValue = "";
+  const listeners: ((name: string) => void)[] = [];
 
   const describe = (): void => {
     const env = envs.find((e) => e.name === select.value);
@@ -52,9 +56,15 @@ export function createEnvField(): EnvField {
   const choose = (name: string): void => {
     if (![...select.options].some((o) => o.value === name)) select.append(h("option", { value: name }, name));
     select.value = name;
+    lastValue = name;
     describe();
   };
-  select.addEventListener("change", describe);
+  select.addEventListener("change", () => {
+    describe();
+    if (select.value === lastValue) return;
+    lastValue = select.value;
+    listeners.forEach((listener) => listener(select.value));
+  });
 
   const load = async (): Promise<void> => {
     const page = await api.envs();
@@ -63,7 +73,10 @@ export function createEnvField(): EnvField {
     const chosen = select.value;
     select.replaceChildren(...envs.map(envOption));
     if (chosen) choose(chosen);
-    else describe();
+    else {
+      lastValue = select.value;
+      describe();
+    }
     if (page.complete === false) timer = setTimeout(() => void load().catch(() => {}), POLL_MS);
   };
 
@@ -73,6 +86,7 @@ export function createEnvField(): EnvField {
     target: field.target,
     value: () => select.value,
     select: choose,
+    onPick: (listener) => listeners.push(listener),
     load,
     stop: () => {
       stopped = true;

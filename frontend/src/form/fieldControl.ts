@@ -156,6 +156,8 @@ export function createFieldControl(def: FieldDef, sectionPath: readonly string[]
         const parsed = parseNumberList(text, false);
         return typeof parsed === "string" ? { ok: false, message: parsed } : { ok: true, value: parsed };
       }
+      case "optionalText":
+        return { ok: true, value: text === "" ? null : text };
       case "json": {
         if (text === "") return { ok: true, value: {} };
         try {

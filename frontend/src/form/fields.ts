@@ -19,7 +19,9 @@ export type FieldKind =
   /** LoggingLevel flags; sent as a list of flag names. */
   | "flags"
   /** A JSON object. */
-  | "json";
+  | "json"
+  /** A string, or none (`null`) when left empty. */
+  | "optionalText";
 
 export interface FieldDef {
   name: string;
@@ -75,8 +77,24 @@ const networkCommon = (actor: number[], critic: number[]): FieldDef[] => [
   { name: "min_std", kind: "float", default: 0.001, help: "Floor of the policy's standard deviation." },
 ];
 
+/** Asymmetric actor-critic (mlp): the dict-observation keys each side reads. */
+const obsKeys: FieldDef[] = [
+  {
+    name: "policy_obs_key",
+    kind: "optionalText",
+    default: null,
+    help: "Dict observations: the key the policy reads (e.g. state); empty: every key. Set with value_obs_key.",
+  },
+  {
+    name: "value_obs_key",
+    kind: "optionalText",
+    default: null,
+    help: "Dict observations: the key the value reads (e.g. privileged_state); the policy never sees it.",
+  },
+];
+
 export const NETWORK_FIELDS: Record<"mlp" | "lstm", readonly FieldDef[]> = {
-  mlp: networkCommon([64, 64], [256, 256]),
+  mlp: [...networkCommon([64, 64], [256, 256]), ...obsKeys],
   lstm: [
     {
       name: "lstm_size",
@@ -176,6 +194,12 @@ export const PPO_SECTION: Section = {
       kind: "bool",
       default: false,
       help: "Decay the learning rate linearly to zero at total_steps.",
+    },
+    {
+      name: "reward_scaling",
+      kind: "float",
+      default: 1.0,
+      help: "Rewards are multiplied by this before GAE (Brax's reward_scaling).",
     },
   ],
 };

@@ -21,6 +21,7 @@ import { createCheckpointPicker } from "../form/checkpointPicker";
 import { createEnvField } from "../form/envField";
 import { createFieldControl, type FieldControl } from "../form/fieldControl";
 import { configSections, networkSection, type Section } from "../form/fields";
+import { createPresetFiller, presetSummary, specFromPreset } from "../form/presetFill";
 import { sectionTarget, simpleField, type ErrorTarget } from "../form/formTargets";
 import { errorTarget, getPath, locToPath, sameJson, setPath } from "../form/specPaths";
 import { navigate } from "../nav";
@@ -275,6 +276,28 @@ export function runFormView(main: HTMLElement, { query }: RouteContext): () => v
     ]);
   };
 
+  // Picking an env fills every field from its preset (GET /api/envs/{name}/preset).
+  const presetNote = h("p", { class: "muted preset-note", "aria-live": "polite" });
+  const presetButton = h("button", { type: "button", class: "secondary" }, "Fill from preset");
+  const filler = createPresetFiller(
+    (envName) => api.envPreset(envName),
+    async (preset) => {
+      if (left) return;
+      const { spec } = buildSpec();
+      await loadSpec(specFromPreset(preset, { name: spec.name, tags: spec.tags, notes: spec.notes }));
+      presetNote.textContent = presetSummary(preset);
+    },
+  );
+  const fillFrom = async (envName: string, force: boolean): Promise<void> => {
+    presetNote.textContent = `Loading the ${envName} preset…`;
+    const outcome = await (force ? filler.fill(envName) : filler.picked(envName));
+    if (outcome === "edited")
+      presetNote.textContent = "Kept your edits; “Fill from preset” applies the preset.";
+    else if (outcome === "failed") presetNote.textContent = `Could not load the ${envName} preset.`;
+  };
+  env.onPick((envName) => void fillFrom(envName, false));
+  presetButton.addEventListener("click", () => void fillFrom(env.value(), true));
+
   const clearErrors = (): void => {
     targets.forEach((target) => target.setError(null));
     generalErrors.replaceChildren();
@@ -367,6 +390,7 @@ export function runFormView(main: HTMLElement, { query }: RouteContext): () => v
       h("legend", null, "Environment"),
       h("div", { class: "field-grid" }, env.element, overrides.element),
       env.info,
+      h("div", { class: "preset-row" }, presetButton, presetNote),
     ),
     teacher.element,
     networkSectionEl,
@@ -374,6 +398,11 @@ export function runFormView(main: HTMLElement, { query }: RouteContext): () => v
     resume.element,
     h("div", { class: "actions" }, submitButton),
   );
+
+  form.addEventListener("input", (event) => {
+    if ((event.target as HTMLElement | null)?.closest('[data-path="env.name"]')) return;
+    filler.edited();
+  });
 
   const specTabs = createSpecTabs({
     form,
