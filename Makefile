@@ -29,7 +29,7 @@ test: setup
 	$(PY) -m ruff format --check .
 	$(PY) -m mypy
 	cd frontend && npm test && npm run format-check && NNX_PPO_PYTHON=$(abspath $(PY)) npm run check-api
-	$(PY) -m pytest
+	$(PY) -m pytest -n 2 --dist loadfile
 
 lint: setup
 	$(PY) -m ruff check .

@@ -53,6 +53,12 @@ def tiny_ppo_spec(total_steps: int = 20_000, **config: Any) -> dict[str, Any]:
     }
 
 
+def refused_locs(response: httpx.Response) -> list[list[Any]]:
+    """The fields a 422 names (``detail[].loc``); fails the test on any other status."""
+    assert response.status_code == 422, response.text
+    return [item["loc"] for item in response.json()["detail"]]
+
+
 def cartpole_video_spec() -> dict[str, Any]:
     """A short CartpoleBalance run (``impl="jax"``) that records two videos (steps 1600
     and 3200) and two checkpoints; tests that share it share its compiled programs."""

@@ -95,6 +95,7 @@ def main(run_id: str, settings_json: str, placement: Placement, conn: Connection
         from server.worker.execution import RunExecution
 
         outcome = RunExecution(settings, run_id, reporter, stop, placement).execute()
+        reporter.flush()  # the closing log lines are stored before the outcome is
     except Exception as error:
         traceback.print_exc()
         outcome = ("failed", describe_error(error))

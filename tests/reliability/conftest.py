@@ -6,6 +6,10 @@ A test's category is its ``category`` marker (modules set it with ``pytestmark``
 item is one case (a parametrized case counts once); a test that generates many cases itself
 (the schemathesis fuzzing) reports them through the ``generated_cases`` fixture, and then
 counts as those cases instead of as one.
+
+Under pytest-xdist the tests run in worker processes: each report carries its test's
+category, generated cases and the figures so far in ``user_properties``, and the summary is
+assembled from the reports where they arrive (in the controller, or in the one process).
 """
 
 from __future__ import annotations
@@ -80,8 +84,41 @@ def figures() -> dict[str, object]:
     return _figures
 
 
+@pytest.hookimpl(hookwrapper=True)
+def pytest_runtest_makereport(item: pytest.Item, call: pytest.CallInfo[None]):  # type: ignore[no-untyped-def]
+    outcome = yield
+    report = outcome.get_result()
+    name = _categories.get(item.nodeid)
+    if name is None:
+        return
+    told: list[tuple[str, object]] = [("reliability_category", name)]
+    generated = _generated.get(item.nodeid)
+    if generated is not None:
+        told.append(("reliability_generated", [generated.tried, generated.held]))
+    if _figures:
+        told.append(("reliability_figures", dict(_figures)))
+    report.user_properties = [*report.user_properties, *told]  # a copy: not the item's list
+
+
+def _take_properties(report: pytest.TestReport) -> bool:
+    """Reads what ``pytest_runtest_makereport`` told; False for a test of no category."""
+    told = {p[0]: p[1] for p in report.user_properties if len(p) == 2}
+    name = told.get("reliability_category")
+    if not isinstance(name, str):
+        return False
+    _categories[report.nodeid] = name
+    counts = told.get("reliability_generated")
+    if isinstance(counts, (list, tuple)):
+        generated = _generated.setdefault(report.nodeid, Generated())
+        generated.tried, generated.held = int(counts[0]), int(counts[1])
+    figures = told.get("reliability_figures")
+    if isinstance(figures, dict):
+        _figures.update(figures)
+    return True
+
+
 def pytest_runtest_logreport(report: pytest.TestReport) -> None:
-    if report.nodeid not in _categories:
+    if not _take_properties(report):
         return
     previous = _outcomes.get(report.nodeid)
     if hasattr(report, "wasxfail"):

@@ -1,6 +1,7 @@
 """The run API from outside: submit (and the 422s), the stream, metrics, checkpoints,
-logs, edit, list filters, cancel, delete, resume and distillation — against a real
-service with a real worker training real runs, on each database backend."""
+logs, edit, list filters and cancel, delete — against a real service with a real worker
+training real runs, on each database backend (resume and distillation, which do not depend
+on the backend, are in ``test_resume_distill.py``)."""
 
 from __future__ import annotations
 
@@ -12,7 +13,7 @@ from pathlib import Path
 
 import pytest
 
-from tests.service_harness import Service, tiny_ppo_spec
+from tests.service_harness import Service, refused_locs, tiny_ppo_spec
 
 
 @pytest.fixture(scope="module")
@@ -20,9 +21,7 @@ def service(service_on_each: Service) -> Service:
     return service_on_each
 
 
-def _locs(response) -> list[list]:  # type: ignore[no-untyped-def]
-    assert response.status_code == 422, response.text
-    return [item["loc"] for item in response.json()["detail"]]
+_locs = refused_locs
 
 
 @pytest.mark.parametrize(
@@ -250,57 +249,6 @@ def test_cancel_queued_and_running_runs(service: Service) -> None:
         c["step"] for c in service.client.get(f"/api/runs/{long['id']}/checkpoints").json()["items"]
     ]
     assert steps and steps[-1] == cancelled["steps"]  # a final checkpoint where it stopped
-
-
-def test_resume_and_distill_from_checkpoints(service: Service) -> None:
-    teacher = service.submit(tiny_ppo_spec(total_steps=8000))
-    service.wait_for(teacher["id"])
-    resumed = service.submit(
-        {
-            **tiny_ppo_spec(total_steps=12_000),
-            "resume_from": {"run_id": teacher["id"], "step": 4000},
-        }
-    )
-    events = service.events(resumed["id"])
-    steps = [e["step"] for e in events if e["type"] == "metrics"]
-    assert steps[0] == 4160 and steps[-1] == 12_000  # continued from step 4000
-    assert service.run(resumed["id"])["status"] == "succeeded"
-
-    bad_network = {
-        **tiny_ppo_spec(),
-        "resume_from": {"run_id": teacher["id"]},
-        "network": {"kind": "mlp", "actor_hidden_sizes": [8]},
-    }
-    refused = service.client.post("/api/runs", json=bad_network)
-    assert _locs(refused) == [["body", "network"]]  # the checkpoint's layout, named
-    assert "does not fit the checkpoint" in refused.json()["detail"][0]["msg"]
-    assert "kernel" in refused.json()["detail"][0]["msg"]
-    other_envs = {**tiny_ppo_spec(ppo={"n_envs": 32}), "resume_from": {"run_id": teacher["id"]}}
-    refused = service.client.post("/api/runs", json=other_envs)
-    assert _locs(refused) == [["body", "config", "ppo", "n_envs"]]
-    assert "holds 16 envs, not 32" in refused.json()["detail"][0]["msg"]
-    bad_step = {**tiny_ppo_spec(), "resume_from": {"run_id": teacher["id"], "step": 123}}
-    assert _locs(service.client.post("/api/runs", json=bad_step)) == [
-        ["body", "resume_from", "step"]
-    ]
-
-    student_spec = {
-        "kind": "distillation",
-        "env": {"name": "PointReach"},
-        "network": {"kind": "mlp", "actor_hidden_sizes": [8], "critic_hidden_sizes": [8]},
-        "teacher": {"run_id": teacher["id"], "step": None},
-        "config": {
-            "distillation": {"n_envs": 16, "rollout_length": 10, "total_steps": 4000},
-            "eval": {"every_steps": 2000, "n_envs": 8, "max_episode_length": 50},
-            "checkpoint_every_steps": 2000,
-        },
-    }
-    student = service.submit(student_spec)
-    done = service.wait_for(student["id"])
-    assert done["status"] == "succeeded", done["error"]
-    assert "losses/distillation" in done["latest_metrics"]
-    listed = service.client.get(f"/api/runs/{student['id']}/checkpoints").json()["items"]
-    assert [c["step"] for c in listed] == [2080, 4000]
 
 
 def test_stream_of_a_finished_run_seen_to_the_end_closes_at_once(service: Service) -> None:
