@@ -7,7 +7,7 @@ DASHBOARD := frontend/dist/index.html
 DASHBOARD_SOURCES := $(shell find frontend/src frontend/index.html frontend/package-lock.json \
 	frontend/vite.config.ts frontend/tsconfig.json frontend/openapi.json -type f 2>/dev/null)
 
-.PHONY: setup serve test lint format bench clean
+.PHONY: setup serve test test-envs lint format bench clean
 
 setup: $(STAMP) $(DASHBOARD)
 
@@ -30,6 +30,11 @@ test: setup
 	$(PY) -m mypy
 	cd frontend && npm test && npm run format-check && NNX_PPO_PYTHON=$(abspath $(PY)) npm run check-api
 	$(PY) -m pytest -n 2 --dist loadfile
+
+# Every available env, one tiny PPO iteration each from its preset (long: not in `make test`).
+# `python -m bench.env_table` writes the same check as a table (bench/results/envs.md).
+test-envs: setup
+	$(PY) -m pytest -q tests/envs/test_every_env.py --every-env
 
 lint: setup
 	$(PY) -m ruff check .

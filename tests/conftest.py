@@ -38,3 +38,12 @@ def database_url(request: pytest.FixtureRequest, tmp_path: pathlib.Path) -> str:
         migrate(url)
         return url
     return request.getfixturevalue("postgres").database()
+
+
+def pytest_addoption(parser: pytest.Parser) -> None:
+    parser.addoption(
+        "--every-env",
+        action="store_true",
+        help="tests/envs/test_every_env.py: every available env (make test-envs), "
+        "not only the cheap subset",
+    )
