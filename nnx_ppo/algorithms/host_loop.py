@@ -30,6 +30,7 @@ from flax import nnx
 from nnx_ppo.algorithms import sharding
 from nnx_ppo.algorithms.carry import State, adopt, merge_state, split_state, traced_step
 from nnx_ppo.algorithms.config import EvalConfig, VideoConfig, VideoData
+from nnx_ppo.algorithms.program_cache import ProgramCache
 from nnx_ppo.algorithms.rollout import eval_rollout
 from nnx_ppo.algorithms.types import LoggingLevel, RLEnv
 from nnx_ppo.algorithms.video import VideoRecorder
@@ -104,6 +105,23 @@ class Callbacks:
     should_stop: StopFn | None = None
 
 
+@dataclasses.dataclass(frozen=True)
+class Programs:
+    """Where the host loop's jitted programs come from when they are cached on disk.
+
+    Attributes:
+        cache: The program cache (its identity names the env and the network).
+        step: What the step function closes over beside them (the algorithm and its config),
+            JSON-serializable or with a deterministic ``repr``.
+        cache_eval: Whether the evaluator may be cached too: only when the eval env is the
+            env that ``cache.identity`` names.
+    """
+
+    cache: ProgramCache
+    step: dict[str, Any]
+    cache_eval: bool = True
+
+
 @dataclasses.dataclass
 class LoopResult:
     """What ``run_training`` returns: the final public state (with the caller's module
@@ -151,6 +169,14 @@ def scan_iterations(
     ``carry_sharding`` (a carry of shardings, see ``sharding``), the carry comes back laid
     out as it went in.
     """
+    run = chunk_driver(one_iteration, length)
+    if carry_sharding is None:
+        return jax.jit(run, donate_argnums=0)
+    return jax.jit(run, donate_argnums=0, out_shardings=(carry_sharding, None))
+
+
+def chunk_driver(one_iteration: StepFn, length: int) -> Callable[..., Any]:
+    """``run(carry, extra, n_active)`` of ``scan_iterations``, not jitted."""
 
     def run(carry: Any, extra: Any, n_active: jax.Array) -> tuple[Any, dict]:
         metric_shapes = jax.eval_shape(one_iteration, carry, extra)[1]
@@ -163,14 +189,17 @@ def scan_iterations(
 
         return jax.lax.scan(body, carry, jnp.arange(length))
 
-    if carry_sharding is None:
-        return jax.jit(run, donate_argnums=0)
-    return jax.jit(run, donate_argnums=0, out_shardings=(carry_sharding, None))
+    return run
 
 
 def make_evaluator(env: RLEnv, graphdef: Any, cfg: EvalConfig) -> Callable[..., Any]:
     """Jits ``evaluate(module_state, key)``: ``eval_rollout`` of the policy in
     ``nnx.merge(graphdef, module_state)[0]`` (the state of ``(policy, optimizer)``)."""
+    return jax.jit(evaluation_fn(env, graphdef, cfg))
+
+
+def evaluation_fn(env: RLEnv, graphdef: Any, cfg: EvalConfig) -> Callable[..., Any]:
+    """``evaluate(module_state, key)`` of ``make_evaluator``, not jitted."""
 
     def evaluate(module_state: Any, key: jax.Array) -> dict[str, jax.Array]:
         policy = nnx.merge(graphdef, module_state)[0]
@@ -184,7 +213,17 @@ def make_evaluator(env: RLEnv, graphdef: Any, cfg: EvalConfig) -> Callable[..., 
             cfg.logging_level,
         )
 
-    return jax.jit(evaluate)
+    return evaluate
+
+
+def eval_static(cfg: EvalConfig) -> dict[str, Any]:
+    """The fields of an eval config that reach the evaluator's program."""
+    return {
+        "n_envs": cfg.n_envs,
+        "max_episode_length": cfg.max_episode_length,
+        "logging_percentiles": cfg.logging_percentiles,
+        "logging_level": cfg.logging_level.value,
+    }
 
 
 @jax.jit
@@ -210,12 +249,15 @@ def run_training(
     eval_env: RLEnv,
     schedule: Schedule,
     callbacks: Callbacks,
+    programs: Programs | None = None,
 ) -> LoopResult:
     """Trains ``initial_state`` to ``schedule.total_steps`` with ``step(state, extra) ->
     (state, metrics)`` on public states (traced, ``extra`` read only); see the module
     docstring for the order of events. With ``should_stop`` answering True after a jitted
-    call, training stops there, after a checkpoint of the state reached."""
-    return _HostLoop(step, initial_state, extra, eval_env, schedule, callbacks).run()
+    call, training stops there, after a checkpoint of the state reached. With ``programs``,
+    the training chunk and the evaluator are loaded from (or stored in) a program cache
+    (one device only; data-parallel training always traces)."""
+    return _HostLoop(step, initial_state, extra, eval_env, schedule, callbacks, programs).run()
 
 
 class _HostLoop:
@@ -229,6 +271,7 @@ class _HostLoop:
         eval_env: RLEnv,
         schedule: Schedule,
         callbacks: Callbacks,
+        programs: Programs | None = None,
     ):
         self.initial_state = initial_state
         self.graphdef, self.carry = split_state(initial_state)
@@ -249,6 +292,8 @@ class _HostLoop:
             traced_step(self.graphdef, step), self.chunk_length, layout
         )
         self.evaluate = make_evaluator(eval_env, self.graphdef, schedule.eval)
+        if programs is not None and layout is None:
+            self.use_program_cache(step, eval_env, programs)
         self.eval_key = jax.random.fold_in(jax.random.key(schedule.seed), 1)
         self.video_key = jax.random.fold_in(jax.random.key(schedule.seed), 2)
         self.record_video: VideoRecorder | None = None
@@ -259,6 +304,17 @@ class _HostLoop:
             )
         self.eval_history: list[dict[str, Any]] = []
         self.last_checkpoint_step: int | None = None
+
+    def use_program_cache(self, step: StepFn, eval_env: RLEnv, programs: Programs) -> None:
+        """The training chunk (and, where allowed, the evaluator) from the program cache."""
+        graph = repr(self.graphdef)
+        run = chunk_driver(traced_step(self.graphdef, step), self.chunk_length)
+        static = {"step": programs.step, "length": self.chunk_length, "graphdef": graph}
+        self.train_chunk = programs.cache.jit("train_chunk", run, static, donate_argnums=0)
+        if programs.cache_eval:
+            evaluate = evaluation_fn(eval_env, self.graphdef, self.schedule.eval)
+            static = {"eval": eval_static(self.schedule.eval), "graphdef": graph}
+            self.evaluate = programs.cache.jit("evaluate", evaluate, static)
 
     def events(self) -> list[int]:
         """The step intervals of every active host-side event."""

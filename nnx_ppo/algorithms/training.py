@@ -18,10 +18,12 @@ from nnx_ppo.algorithms.host_loop import (
     Callbacks,
     LogFn,
     NonFiniteError,
+    Programs,
     Schedule,
     StopFn,
     run_training,
 )
+from nnx_ppo.algorithms.program_cache import ProgramCache
 from nnx_ppo.algorithms.sharding import check_devices
 from nnx_ppo.algorithms.step import new_training_state, ppo_iteration
 from nnx_ppo.algorithms.streams import check_streams
@@ -94,6 +96,7 @@ def train_ppo(
     eval_env: RLEnv | None = None,
     initial_state: TrainingState | None = None,
     should_stop: StopFn | None = None,
+    program_cache: ProgramCache | None = None,
 ) -> TrainResult:
     """Train a PPO agent.
 
@@ -123,6 +126,11 @@ def train_ppo(
         should_stop: Asked after each jitted call of up to ``MAX_ITERATIONS_PER_CALL``
             iterations (an addition to the seed API): when it returns True, training stops
             there, after a checkpoint (with a ``checkpoint_fn``). For cancelling a run.
+        program_cache: Load the jitted training chunk and evaluator from this cache of
+            lowered programs, or store them there (an addition to the seed API): a second
+            process with the same configuration then skips tracing and lowering. Its
+            ``identity`` must name the env and the networks (the evaluator is cached only
+            when ``eval_env`` is None or ``env``). Results are the same bit for bit.
 
     Returns:
         TrainResult containing final TrainingState, metrics, and eval history.
@@ -142,7 +150,11 @@ def train_ppo(
         return ppo_iteration(env, state, p)
 
     callbacks = Callbacks(log_fn, checkpoint_fn, video_fn, should_stop)
-    result = run_training(step, initial_state, None, eval_env or env, schedule, callbacks)
+    programs = None
+    if program_cache is not None:
+        same_eval_env = eval_env is None or eval_env is env
+        programs = Programs(program_cache, {"algorithm": "ppo", "ppo": p}, same_eval_env)
+    result = run_training(step, initial_state, None, eval_env or env, schedule, callbacks, programs)
     assert isinstance(result.state, TrainingState)
     return TrainResult(**result.fields())
 

@@ -25,6 +25,7 @@ from nnx_ppo.algorithms.distillation import (
     make_distillation_checkpoint_fn,
     train_distillation,
 )
+from nnx_ppo.algorithms.program_cache import ProgramCache
 from nnx_ppo.algorithms.teacher import load_teacher
 from nnx_ppo.algorithms.training import NonFiniteError, train_ppo, training_state_for
 from nnx_ppo.algorithms.video import encode_mp4
@@ -123,7 +124,15 @@ class RunExecution:
                     initial = self._load_ppo_state(start, env, networks, config)
                     log(f"resuming from {start} (step {int(initial.steps_taken)})")
                 log("compiling and training (the first iteration includes the compile)")
-                train_ppo(env, networks, config, initial_state=initial, **callbacks)
+                programs = self._program_cache(network_spec)
+                train_ppo(
+                    env,
+                    networks,
+                    config,
+                    initial_state=initial,
+                    program_cache=programs,
+                    **callbacks,
+                )
         except NonFiniteError as error:  # the library's guard: metrics up to it are logged
             self.reporter.flush()
             log(f"stopped: diverged: {error}")
@@ -157,6 +166,19 @@ class RunExecution:
                 )
             return config
         return dataclasses.replace(config, devices=self.placement.count)
+
+    def _program_cache(self, network_spec: dict[str, Any]) -> ProgramCache:
+        """The lowered programs of this run's configuration, stored next to JAX's compilation
+        cache: keyed by the env (name, overrides, Menagerie folder) and the network spec
+        here, by the config, shapes and versions in the library."""
+        env_spec = self.spec["env"]
+        identity = {
+            "env": {"name": env_spec["name"], "overrides": env_spec.get("overrides") or {}},
+            "menagerie": os.environ.get("NNX_PPO_MENAGERIE_DIR"),
+            "network": network_spec,
+        }
+        directory = self.settings.compile_cache / "programs"
+        return ProgramCache(directory, identity, log=self.reporter.log)
 
     def _start_checkpoint(self) -> Path | None:
         own = artifacts.find_checkpoint(self.run_dir, None)

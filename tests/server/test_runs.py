@@ -191,6 +191,23 @@ def test_a_run_from_submit_to_download(service: Service, tmp_path: Path) -> None
     logs = service.client.get(f"/api/runs/{run['id']}/logs", params={"tail": 2}).text
     assert logs.strip().splitlines()[-1].startswith("finished in")
 
+    # The same configuration again: its programs come from the program cache (not traced
+    # again), and it computes the same numbers bit for bit.
+    again = service.submit({**tiny_ppo_spec(), "name": "again"})
+    again_events = service.events(again["id"])
+    log = service.client.get(f"/api/runs/{again['id']}/logs").text
+    assert "program cache: loaded train_chunk (" in log, log
+    assert "program cache: loaded evaluate (" in log, log
+    values = [(e["step"], e["values"]) for e in metrics]
+    again_values = [(e["step"], e["values"]) for e in again_events if e["type"] == "metrics"]
+    strip = ("throughput/", "system/")
+    assert [
+        (step, {k: v for k, v in vals.items() if not k.startswith(strip)})
+        for step, vals in again_values
+    ] == [
+        (step, {k: v for k, v in vals.items() if not k.startswith(strip)}) for step, vals in values
+    ]
+
 
 def _load_checkpoint(path: Path, spec: dict) -> None:
     """``load_checkpoint`` reads the unpacked archive into networks built from the spec."""
