@@ -163,7 +163,15 @@ class CachedProgram:
                 self.source = "plain"
                 return jax.jit(self.fn, donate_argnums=self.donate_argnums)
             self.source = _write(self.name, path, digest, exported, outputs, cache)
-        call = jax.jit(exported.call, donate_argnums=self.donate_argnums)
+        # Explicit shardings: otherwise the first call (fresh, uncommitted arrays) and the
+        # next (committed results) lower and compile the program twice.
+        device = jax.sharding.SingleDeviceSharding(jax.devices()[0])
+        call = jax.jit(
+            exported.call,
+            in_shardings=device,
+            out_shardings=device,
+            donate_argnums=self.donate_argnums,
+        )
 
         def run(*live: Any) -> Any:
             return boundary.unflatten(call(*boundary.flatten(live)), outputs)
