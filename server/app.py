@@ -17,7 +17,7 @@ from fastapi.responses import FileResponse, HTMLResponse, JSONResponse, Redirect
 from starlette.exceptions import HTTPException as StarletteHTTPException
 
 from server import __version__, values
-from server.api import artifacts, envs, events, exports, health, metrics, runs, stream
+from server.api import artifacts, envs, events, exports, health, metrics, runs, stream, sweeps
 from server.api.deps import Services
 from server.api.events_hub import ServiceEventsHub
 from server.api.stream_hub import StreamHub
@@ -26,7 +26,9 @@ from server.settings import Settings
 from server.spec.checker import EnvCatalogue, SpecChecker
 from server.store.db import make_engine, make_sessionmaker, migrate
 from server.store.run_store import RunStore
+from server.store.sweep_store import SweepStore
 from server.worker.supervisor_process import SupervisorProcess
+from server.worker.sweeper import SweepDriver
 
 log = logging.getLogger("nnx_ppo.server")
 
@@ -53,6 +55,9 @@ def create_app(settings: Settings, *, with_worker: bool = True) -> FastAPI:
         services.catalogue.start()
         services.hub.start()
         services.events.start()
+        sweep_store = SweepStore(store.sessions, store)
+        app.state.sweeps = sweeps.SweepServices(sweep_store, SweepDriver(sweep_store, store))
+        app.state.sweeps.driver.start()
         worker = SupervisorProcess(settings) if with_worker else None
         if worker is not None:
             worker.start()
@@ -61,6 +66,7 @@ def create_app(settings: Settings, *, with_worker: bool = True) -> FastAPI:
         finally:
             if worker is not None:
                 worker.stop()
+            app.state.sweeps.driver.stop()
             await services.hub.stop()
             await services.events.stop()
             services.checker.stop()
@@ -76,7 +82,7 @@ def create_app(settings: Settings, *, with_worker: bool = True) -> FastAPI:
         redoc_url=None,
     )
     api = APIRouter(prefix="/api")
-    for module in (health, envs, runs, metrics, artifacts, stream, events, exports):
+    for module in (health, envs, runs, metrics, artifacts, stream, events, exports, sweeps):
         api.include_router(module.router)
     app.include_router(api)
     _add_error_handlers(app)

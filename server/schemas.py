@@ -187,6 +187,11 @@ class RunPublic(BaseModel):
     cancel_requested: bool
     attempts: int = Field(description="How many times a worker started it.")
     pid: int | None = Field(description="Its run process while it runs.")
+    sweep_id: str | None = Field(default=None, description="The sweep whose trial it is.")
+    trial: int | None = Field(default=None, description="Its trial number in the sweep.")
+    trial_params: dict[str, Any] | None = Field(
+        default=None, description="The trial's values, by spec path."
+    )
 
 
 class RunList(BaseModel):

@@ -9,7 +9,7 @@ from typing import Any
 
 import numpy as np
 
-TERMINAL = frozenset({"succeeded", "failed", "cancelled"})
+TERMINAL = frozenset({"succeeded", "failed", "cancelled", "pruned"})
 """Statuses a run never leaves."""
 
 _NON_FINITE = {"NaN": math.nan, "Infinity": math.inf, "-Infinity": -math.inf}

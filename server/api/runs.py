@@ -116,11 +116,18 @@ async def list_runs(
     kind: Annotated[str | None, Query(max_length=32)] = None,
     tag: Annotated[str | None, Query(max_length=64)] = None,
     q: Annotated[str | None, Query(max_length=200)] = None,
+    sweep_id: Annotated[str | None, Query(max_length=32, description="A sweep's trials")] = None,
     limit: Annotated[int, Query(ge=1, le=200)] = 50,
     offset: Annotated[int, Query(ge=0, le=10**9)] = 0,
 ) -> RunList:
     f = RunFilter(
-        status=status.value if status else None, kind=kind, tag=tag, q=q, limit=limit, offset=offset
+        status=status.value if status else None,
+        kind=kind,
+        tag=tag,
+        q=q,
+        sweep_id=sweep_id,
+        limit=limit,
+        offset=offset,
     )
     rows, total, seq = await run_in_threadpool(services.store.list_runs_with_seq, f)
     return RunList(items=[run_public(r) for r in rows], total=total, events_seq=seq)

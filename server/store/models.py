@@ -39,6 +39,14 @@ class RunRow(Base):
     attempts: Mapped[int] = mapped_column(Integer, default=0)
     pid: Mapped[int | None] = mapped_column(Integer, nullable=True)
     """The run process's id while it runs."""
+    sweep_id: Mapped[str | None] = mapped_column(String(32), nullable=True, index=True)
+    """The sweep whose trial this run is (``trial``: its Optuna trial number)."""
+    trial: Mapped[int | None] = mapped_column(Integer, nullable=True)
+    trial_params: Mapped[dict[str, Any] | None] = mapped_column(JSON, nullable=True)
+    """The trial's values, by spec path."""
+    prune_reason: Mapped[str | None] = mapped_column(Text, nullable=True)
+    """Set with ``cancel_requested`` when the sweep's pruner stops the run: it ends
+    ``pruned`` with this reason instead of ``cancelled``."""
 
 
 class EventRow(Base):
@@ -140,4 +148,50 @@ class WorkerRow(Base):
     """``[{"device", "runs", ...GPU use}]`` as of the last heartbeat."""
 
 
+class SweepRow(Base):
+    """A hyperparameter sweep: its request, and its status (``running``, ``cancelling``,
+    ``finished``, ``cancelled``, ``failed``). Its trials are runs with its ``sweep_id``."""
+
+    __tablename__ = "sweeps"
+
+    id: Mapped[str] = mapped_column(String(32), primary_key=True)
+    name: Mapped[str] = mapped_column(String(200))
+    status: Mapped[str] = mapped_column(String(16), index=True)
+    request: Mapped[dict[str, Any]] = mapped_column(JSON)
+    """The sweep as submitted (base spec, space, method, objective, pruner, sizes)."""
+    base_total_steps: Mapped[int] = mapped_column(BigInteger)
+    created_at: Mapped[float] = mapped_column(Float, index=True)
+    finished_at: Mapped[float | None] = mapped_column(Float, nullable=True)
+    error: Mapped[str | None] = mapped_column(Text, nullable=True)
+    last_seq: Mapped[int] = mapped_column(Integer, default=0)
+
+
+class SweepEventRow(Base):
+    """One event of a sweep's stream; ``seq`` is per sweep, from 1, without gaps."""
+
+    __tablename__ = "sweep_events"
+
+    sweep_id: Mapped[str] = mapped_column(
+        ForeignKey("sweeps.id", ondelete="CASCADE"), primary_key=True
+    )
+    seq: Mapped[int] = mapped_column(Integer, primary_key=True)
+    type: Mapped[str] = mapped_column(String(16))
+    time: Mapped[float] = mapped_column(Float)
+    payload: Mapped[dict[str, Any]] = mapped_column(JSON)
+
+
+class SweepJournalRow(Base):
+    """One operation of a sweep's Optuna study (``server.store.sweep_journal``); ``number``
+    is per sweep, from 0, without gaps."""
+
+    __tablename__ = "sweep_journal"
+
+    sweep_id: Mapped[str] = mapped_column(
+        ForeignKey("sweeps.id", ondelete="CASCADE"), primary_key=True
+    )
+    number: Mapped[int] = mapped_column(Integer, primary_key=True)
+    log: Mapped[dict[str, Any]] = mapped_column(JSON)
+
+
 Index("ix_runs_status_queued", RunRow.status, RunRow.queued_at)
+Index("ix_runs_sweep_trial", RunRow.sweep_id, RunRow.trial, unique=True)

@@ -12,13 +12,15 @@ class RunStatus(StrEnum):
     FAILED = "failed"
     CANCELLED = "cancelled"
     INTERRUPTED = "interrupted"
+    PRUNED = "pruned"
+    """A sweep's trial stopped early by the sweep's pruner (its reason in ``error``)."""
 
     @property
     def finished(self) -> bool:
         return self in TERMINAL
 
 
-TERMINAL = frozenset({RunStatus.SUCCEEDED, RunStatus.FAILED, RunStatus.CANCELLED})
+TERMINAL = frozenset({RunStatus.SUCCEEDED, RunStatus.FAILED, RunStatus.CANCELLED, RunStatus.PRUNED})
 
 TRANSITIONS: dict[str, tuple[frozenset[RunStatus], RunStatus]] = {
     "start": (frozenset({RunStatus.QUEUED}), RunStatus.RUNNING),
@@ -27,6 +29,7 @@ TRANSITIONS: dict[str, tuple[frozenset[RunStatus], RunStatus]] = {
     "cancel": (frozenset({RunStatus.QUEUED, RunStatus.RUNNING}), RunStatus.CANCELLED),
     "interrupt": (frozenset({RunStatus.RUNNING}), RunStatus.INTERRUPTED),
     "requeue": (frozenset({RunStatus.INTERRUPTED}), RunStatus.QUEUED),
+    "prune": (frozenset({RunStatus.RUNNING}), RunStatus.PRUNED),
 }
 """``transition name -> (statuses it leaves from, status it reaches)``."""
 

@@ -101,6 +101,7 @@ class RunFilter:
     kind: str | None = None
     tag: str | None = None
     q: str | None = None
+    sweep_id: str | None = None
     limit: int = 50
     offset: int = 0
 
@@ -129,8 +130,13 @@ class RunStore:
         tags: Sequence[str],
         notes: str,
         total_steps: int,
+        sweep_id: str | None = None,
+        trial: int | None = None,
+        trial_params: Mapping[str, Any] | None = None,
     ) -> RunRow:
-        """A new queued run (its first event is the ``queued`` status)."""
+        """A new queued run (its first event is the ``queued`` status); a sweep's trial
+        names its sweep and trial number (unique per sweep: a second raises
+        ``IntegrityError``)."""
         now = time.time()
         run = RunRow(
             id=new_run_id(),
@@ -148,6 +154,9 @@ class RunStore:
             last_seq=0,
             cancel_requested=False,
             attempts=0,
+            sweep_id=sweep_id,
+            trial=trial,
+            trial_params=dict(trial_params) if trial_params is not None else None,
         )
         with transaction(self.sessions) as session:
             session.add(run)
@@ -175,6 +184,8 @@ class RunStore:
             query = query.where(RunRow.status == f.status)
         if f.kind:
             query = query.where(RunRow.kind == f.kind)
+        if f.sweep_id:
+            query = query.where(RunRow.sweep_id == f.sweep_id)
         if f.q:
             query = query.where(RunRow.name.icontains(f.q, autoescape=True))
         # One read transaction: one snapshot on SQLite; on PostgreSQL (READ COMMITTED) the
@@ -218,6 +229,28 @@ class RunStore:
                 self._transition(session, run, "cancel", None)
             elif run.status in (RunStatus.RUNNING.value, RunStatus.INTERRUPTED.value):
                 run.cancel_requested = True
+            return run
+
+    def request_prune(self, run_id: str, reason: str) -> bool:
+        """Asks a running run to stop as ``pruned`` (with ``reason``); False if it is not
+        running."""
+        with transaction(self.sessions) as session:
+            run = self._get(session, run_id)
+            if run.status != RunStatus.RUNNING.value:
+                return False
+            run.cancel_requested = True
+            run.prune_reason = reason
+            return True
+
+    def end_stopped(self, run_id: str) -> RunRow:
+        """The transition of a run that stopped because it was asked to: ``prune`` (with
+        its reason) when its sweep's pruner asked, else ``cancel``."""
+        with transaction(self.sessions) as session:
+            run = self._get(session, run_id)
+            if run.prune_reason is not None:
+                self._transition(session, run, "prune", run.prune_reason)
+            else:
+                self._transition(session, run, "cancel", None)
             return run
 
     def delete(self, run_id: str) -> None:

@@ -233,7 +233,7 @@ class Supervisor:
             elif status == "failed":
                 self._fail(child.run_id, message or "failed")
             elif message == "cancel":
-                self.store.transition(child.run_id, "cancel")
+                self.store.end_stopped(child.run_id)  # cancelled, or pruned by its sweep
             else:
                 self._requeue(child.run_id, "the worker stopped")
         except (TransitionError, RunNotFound) as error:

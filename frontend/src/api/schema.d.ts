@@ -250,6 +250,59 @@ export interface paths {
         patch?: never;
         trace?: never;
     };
+    "/api/sweeps": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        /** List Sweeps */
+        get: operations["list_sweeps_api_sweeps_get"];
+        put?: never;
+        /** Submit Sweep */
+        post: operations["submit_sweep_api_sweeps_post"];
+        delete?: never;
+        options?: never;
+        head?: never;
+        patch?: never;
+        trace?: never;
+    };
+    "/api/sweeps/{sweep_id}": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        /** Read Sweep */
+        get: operations["read_sweep_api_sweeps__sweep_id__get"];
+        put?: never;
+        post?: never;
+        /** Delete Sweep */
+        delete: operations["delete_sweep_api_sweeps__sweep_id__delete"];
+        options?: never;
+        head?: never;
+        patch?: never;
+        trace?: never;
+    };
+    "/api/sweeps/{sweep_id}/cancel": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        get?: never;
+        put?: never;
+        /** Cancel Sweep */
+        post: operations["cancel_sweep_api_sweeps__sweep_id__cancel_post"];
+        delete?: never;
+        options?: never;
+        head?: never;
+        patch?: never;
+        trace?: never;
+    };
 }
 export type webhooks = Record<string, never>;
 export interface components {
@@ -466,6 +519,21 @@ export interface components {
              */
             value_obs_key?: string | null;
         };
+        /** Objective */
+        Objective: {
+            /**
+             * Metric
+             * @description A metric key of the trials; its last value is the trial's objective, and its values as they arrive are what the pruner judges.
+             * @default eval/episode_reward
+             */
+            metric?: string;
+            /**
+             * Mode
+             * @default max
+             * @enum {string}
+             */
+            mode?: "max" | "min";
+        };
         /** PresetPublic */
         PresetPublic: {
             /** Env */
@@ -493,6 +561,41 @@ export interface components {
              * @enum {string}
              */
             variant: "cpu" | "gpu";
+        };
+        /**
+         * PrunerSpec
+         * @description Stops trials early: ``median`` (below the median of finished trials at the same
+         *     step) or ``asha`` (asynchronous successive halving). Given as an object or a name.
+         */
+        PrunerSpec: {
+            /**
+             * Kind
+             * @enum {string}
+             */
+            kind: "median" | "asha" | "none";
+            /**
+             * Min Resource
+             * @description asha: the first rung's steps (null: estimated)
+             */
+            min_resource?: number | null;
+            /**
+             * Reduction Factor
+             * @description asha
+             * @default 3
+             */
+            reduction_factor?: number;
+            /**
+             * Startup Trials
+             * @description median: finished trials before it prunes
+             * @default 2
+             */
+            startup_trials?: number;
+            /**
+             * Warmup Steps
+             * @description median: steps before it prunes
+             * @default 0
+             */
+            warmup_steps?: number;
         };
         /**
          * ResourcesSpec
@@ -612,16 +715,33 @@ export interface components {
              * @description Env steps done.
              */
             steps: number;
+            /**
+             * Sweep Id
+             * @description The sweep whose trial it is.
+             */
+            sweep_id?: string | null;
             /** Tags */
             tags: string[];
             /** Total Steps */
             total_steps: number;
+            /**
+             * Trial
+             * @description Its trial number in the sweep.
+             */
+            trial?: number | null;
+            /**
+             * Trial Params
+             * @description The trial's values, by spec path.
+             */
+            trial_params?: {
+                [key: string]: unknown;
+            } | null;
         };
         /**
          * RunStatus
          * @enum {string}
          */
-        RunStatus: "queued" | "running" | "succeeded" | "failed" | "cancelled" | "interrupted";
+        RunStatus: "queued" | "running" | "succeeded" | "failed" | "cancelled" | "interrupted" | "pruned";
         /** RunUpdate */
         RunUpdate: {
             /** Name */
@@ -646,6 +766,217 @@ export interface components {
              * @description Epoch seconds of each point (of a bucket's last point when downsampled).
              */
             wall_time: number[];
+        };
+        /**
+         * SpaceEntry
+         * @description One dimension of the space: exactly one of its fields.
+         */
+        SpaceEntry: {
+            /** Choice */
+            choice?: unknown[] | null;
+            /** Grid */
+            grid?: unknown[] | null;
+            /**
+             * Int Uniform
+             * @description [low, high], both in
+             */
+            int_uniform?: [
+                number,
+                number
+            ] | null;
+            /**
+             * Log Uniform
+             * @description [low, high], low > 0, sampled uniformly in log space
+             */
+            log_uniform?: [
+                number,
+                number
+            ] | null;
+            /**
+             * Uniform
+             * @description [low, high]
+             */
+            uniform?: [
+                number,
+                number
+            ] | null;
+        };
+        /**
+         * SweepCreate
+         * @description A sweep, as ``POST /api/sweeps`` takes it.
+         */
+        SweepCreate: {
+            /**
+             * Max Trials
+             * @description Trials in all; default: the grid's size (grid), else 20.
+             */
+            max_trials?: number | null;
+            /**
+             * Method
+             * @default tpe
+             * @enum {string}
+             */
+            method?: "grid" | "random" | "tpe";
+            /** Name */
+            name?: string | null;
+            objective?: components["schemas"]["Objective"];
+            /**
+             * Parallel
+             * @description Trials queued or running at once.
+             * @default 1
+             */
+            parallel?: number;
+            pruner?: components["schemas"]["PrunerSpec"] | null;
+            /**
+             * Seed
+             * @description The sampler's seed.
+             * @default 0
+             */
+            seed?: number;
+            /**
+             * Space
+             * @description Spec path -> values, e.g. {'config.ppo.learning_rate': {'log_uniform': [1e-4, 3e-3]}}.
+             */
+            space: {
+                [key: string]: components["schemas"]["SpaceEntry"];
+            };
+            /** @description The base run spec; each trial changes its paths. */
+            spec: components["schemas"]["RunCreate"];
+        };
+        /** SweepDetail */
+        SweepDetail: {
+            /** @description The best finished trial. */
+            best: components["schemas"]["TrialPublic"] | null;
+            /** Created At */
+            created_at: number;
+            /** Error */
+            error: string | null;
+            /** Finished At */
+            finished_at: number | null;
+            /** Id */
+            id: string;
+            /**
+             * Last Seq
+             * @description The seq of its newest stream event.
+             */
+            last_seq: number;
+            /** Max Trials */
+            max_trials: number;
+            /** Method */
+            method: string;
+            /** Name */
+            name: string;
+            /** Objective */
+            objective: {
+                [key: string]: string;
+            };
+            /** Parallel */
+            parallel: number;
+            /**
+             * Request
+             * @description The sweep as submitted: spec, space, method, objective, pruner, ...
+             */
+            request: {
+                [key: string]: unknown;
+            };
+            /**
+             * Status
+             * @description running, cancelling, finished, cancelled or failed.
+             */
+            status: string;
+            /**
+             * Trial Counts
+             * @description Its trials by status.
+             */
+            trial_counts: {
+                [key: string]: number;
+            };
+            /** Trials */
+            trials: components["schemas"]["TrialPublic"][];
+        };
+        /** SweepList */
+        SweepList: {
+            /** Items */
+            items: components["schemas"]["SweepPublic"][];
+            /** Total */
+            total: number;
+        };
+        /** SweepPublic */
+        SweepPublic: {
+            /** @description The best finished trial. */
+            best: components["schemas"]["TrialPublic"] | null;
+            /** Created At */
+            created_at: number;
+            /** Error */
+            error: string | null;
+            /** Finished At */
+            finished_at: number | null;
+            /** Id */
+            id: string;
+            /**
+             * Last Seq
+             * @description The seq of its newest stream event.
+             */
+            last_seq: number;
+            /** Max Trials */
+            max_trials: number;
+            /** Method */
+            method: string;
+            /** Name */
+            name: string;
+            /** Objective */
+            objective: {
+                [key: string]: string;
+            };
+            /** Parallel */
+            parallel: number;
+            /**
+             * Status
+             * @description running, cancelling, finished, cancelled or failed.
+             */
+            status: string;
+            /**
+             * Trial Counts
+             * @description Its trials by status.
+             */
+            trial_counts: {
+                [key: string]: number;
+            };
+        };
+        /** TrialPublic */
+        TrialPublic: {
+            /** Created At */
+            created_at: number;
+            /**
+             * Error
+             * @description Why it failed, or why it was pruned.
+             */
+            error: string | null;
+            /** Finished At */
+            finished_at: number | null;
+            /**
+             * Objective
+             * @description The objective metric's newest finite value (final once it finished).
+             */
+            objective: number | null;
+            /**
+             * Params
+             * @description The trial's values, by spec path.
+             */
+            params: {
+                [key: string]: unknown;
+            };
+            /** Run Id */
+            run_id: string;
+            /** Started At */
+            started_at: number | null;
+            status: components["schemas"]["RunStatus"];
+            /** Steps */
+            steps: number;
+            /** Total Steps */
+            total_steps: number;
+            /** Trial */
+            trial: number;
         };
         /** ValidationError */
         ValidationError: {
@@ -786,6 +1117,8 @@ export interface operations {
                 kind?: string | null;
                 tag?: string | null;
                 q?: string | null;
+                /** @description A sweep's trials */
+                sweep_id?: string | null;
                 limit?: number;
                 offset?: number;
             };
@@ -1324,6 +1657,197 @@ export interface operations {
                 content?: never;
             };
             /** @description Unknown run */
+            404: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorPublic"];
+                };
+            };
+            /** @description Validation Error */
+            422: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["HTTPValidationError"];
+                };
+            };
+        };
+    };
+    list_sweeps_api_sweeps_get: {
+        parameters: {
+            query?: {
+                status?: string | null;
+                limit?: number;
+                offset?: number;
+            };
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        requestBody?: never;
+        responses: {
+            /** @description Successful Response */
+            200: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["SweepList"];
+                };
+            };
+            /** @description Validation Error */
+            422: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["HTTPValidationError"];
+                };
+            };
+        };
+    };
+    submit_sweep_api_sweeps_post: {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        requestBody: {
+            content: {
+                "application/json": components["schemas"]["SweepCreate"];
+            };
+        };
+        responses: {
+            /** @description Successful Response */
+            201: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["SweepDetail"];
+                };
+            };
+            /** @description Invalid sweep, naming the field or the space's path */
+            422: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content?: never;
+            };
+        };
+    };
+    read_sweep_api_sweeps__sweep_id__get: {
+        parameters: {
+            query?: never;
+            header?: never;
+            path: {
+                sweep_id: string;
+            };
+            cookie?: never;
+        };
+        requestBody?: never;
+        responses: {
+            /** @description Successful Response */
+            200: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["SweepDetail"];
+                };
+            };
+            /** @description Unknown sweep */
+            404: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorPublic"];
+                };
+            };
+            /** @description Validation Error */
+            422: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["HTTPValidationError"];
+                };
+            };
+        };
+    };
+    delete_sweep_api_sweeps__sweep_id__delete: {
+        parameters: {
+            query?: never;
+            header?: never;
+            path: {
+                sweep_id: string;
+            };
+            cookie?: never;
+        };
+        requestBody?: never;
+        responses: {
+            /** @description Successful Response */
+            204: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content?: never;
+            };
+            /** @description Unknown sweep */
+            404: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorPublic"];
+                };
+            };
+            /** @description Not finished */
+            409: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorPublic"];
+                };
+            };
+            /** @description Validation Error */
+            422: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["HTTPValidationError"];
+                };
+            };
+        };
+    };
+    cancel_sweep_api_sweeps__sweep_id__cancel_post: {
+        parameters: {
+            query?: never;
+            header?: never;
+            path: {
+                sweep_id: string;
+            };
+            cookie?: never;
+        };
+        requestBody?: never;
+        responses: {
+            /** @description Successful Response */
+            202: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["SweepPublic"];
+                };
+            };
+            /** @description Unknown sweep */
             404: {
                 headers: {
                     [name: string]: unknown;

@@ -36,8 +36,9 @@ export const RUN_STATUSES: readonly RunStatus[] = [
   "failed",
   "cancelled",
   "interrupted",
+  "pruned",
 ];
-export const TERMINAL_STATUSES: readonly RunStatus[] = ["succeeded", "failed", "cancelled"];
+export const TERMINAL_STATUSES: readonly RunStatus[] = ["succeeded", "failed", "cancelled", "pruned"];
 
 interface EventBase {
   seq: number;

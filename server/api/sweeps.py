@@ -1,0 +1,324 @@
+"""Sweeps: submit (every value the space can give is checked first), list, read, cancel,
+delete, and the sweep's events on a websocket.
+
+A sweep's trials are ordinary runs (``GET /api/runs?sweep_id=...``); the sweep driver
+(``server.worker.sweeper``) queues them.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import contextlib
+import json
+import re
+from dataclasses import dataclass
+from typing import Annotated, Any
+
+from fastapi import APIRouter, Depends, HTTPException, Query, Request, Response, WebSocket
+from fastapi.exceptions import RequestValidationError
+from pydantic import BaseModel, Field, ValidationError
+from starlette.concurrency import run_in_threadpool
+from starlette.requests import HTTPConnection
+from starlette.websockets import WebSocketDisconnect
+
+from server.api import runs as runs_api
+from server.api.deps import ServicesDep
+from server.api.stream import SEND_TIMEOUT_S, drain_client
+from server.schemas import ErrorPublic, RunCreate
+from server.spec.sweep_space import MAX_CHECKS, PathError, SweepCreate, variants, with_values
+from server.store.models import RunRow, SweepRow
+from server.store.run_status import RunStatus
+from server.store.sweep_store import FINISHED, SweepActive, SweepFilter, SweepNotFound, SweepStore
+from server.worker.sweeper import SweepDriver, objective_of
+
+router = APIRouter(prefix="/sweeps", tags=["sweeps"])
+SWEEP_ID = re.compile(r"s[0-9a-f]{11}")
+NOT_FOUND: dict[int | str, dict[str, Any]] = {
+    404: {"model": ErrorPublic, "description": "Unknown sweep"}
+}
+POLL_S = 0.25
+
+
+@dataclass
+class SweepServices:
+    store: SweepStore
+    driver: SweepDriver
+
+
+def get_sweep_services(connection: HTTPConnection) -> SweepServices:
+    services: SweepServices = connection.app.state.sweeps
+    return services
+
+
+SweepServicesDep = Annotated[SweepServices, Depends(get_sweep_services)]
+
+
+def lookup_sweep(services: SweepServices, sweep_id: str) -> SweepRow:
+    try:
+        if not SWEEP_ID.fullmatch(sweep_id):
+            raise SweepNotFound(sweep_id)
+        return services.store.get(sweep_id)
+    except SweepNotFound:
+        raise HTTPException(404, f"sweep {sweep_id!r} not found") from None
+
+
+def get_sweep(request: Request, sweep_id: str) -> SweepRow:
+    return lookup_sweep(get_sweep_services(request), sweep_id)
+
+
+SweepDep = Annotated[SweepRow, Depends(get_sweep)]
+
+
+# -- bodies -------------------------------------------------------------------------------
+
+
+class TrialPublic(BaseModel):
+    trial: int
+    run_id: str
+    status: RunStatus
+    params: dict[str, Any] = Field(description="The trial's values, by spec path.")
+    objective: float | None = Field(
+        description="The objective metric's newest finite value (final once it finished)."
+    )
+    steps: int
+    total_steps: int
+    error: str | None = Field(description="Why it failed, or why it was pruned.")
+    created_at: float
+    started_at: float | None
+    finished_at: float | None
+
+
+class SweepPublic(BaseModel):
+    id: str
+    name: str
+    status: str = Field(description="running, cancelling, finished, cancelled or failed.")
+    method: str
+    objective: dict[str, str]
+    max_trials: int
+    parallel: int
+    created_at: float
+    finished_at: float | None
+    error: str | None
+    last_seq: int = Field(description="The seq of its newest stream event.")
+    trial_counts: dict[str, int] = Field(description="Its trials by status.")
+    best: TrialPublic | None = Field(description="The best finished trial.")
+
+
+class SweepDetail(SweepPublic):
+    request: dict[str, Any] = Field(
+        description="The sweep as submitted: spec, space, method, objective, pruner, ..."
+    )
+    trials: list[TrialPublic]
+
+
+class SweepList(BaseModel):
+    items: list[SweepPublic]
+    total: int
+
+
+def trial_public(run: RunRow, metric: str) -> TrialPublic:
+    return TrialPublic(
+        trial=run.trial or 0,
+        run_id=run.id,
+        status=RunStatus(run.status),
+        params=run.trial_params or {},
+        objective=objective_of(run, metric),
+        steps=run.steps,
+        total_steps=run.total_steps,
+        error=run.error,
+        created_at=run.created_at,
+        started_at=run.started_at,
+        finished_at=run.finished_at,
+    )
+
+
+def best_trial(trials: list[TrialPublic], mode: str) -> TrialPublic | None:
+    done = [t for t in trials if t.status is RunStatus.SUCCEEDED and t.objective is not None]
+    if not done:
+        return None
+    sign = 1.0 if mode == "max" else -1.0
+    return max(done, key=lambda t: (sign * (t.objective or 0.0), -t.trial))
+
+
+def sweep_public(sweep: SweepRow, runs: list[RunRow], *, detail: bool = False) -> SweepPublic:
+    request = SweepCreate.model_validate(sweep.request)
+    metric = request.objective.metric
+    trials = [trial_public(r, metric) for r in runs]
+    counts: dict[str, int] = {}
+    for t in trials:
+        counts[t.status.value] = counts.get(t.status.value, 0) + 1
+    fields: dict[str, Any] = {
+        "id": sweep.id,
+        "name": sweep.name,
+        "status": sweep.status,
+        "method": request.method,
+        "objective": {"metric": metric, "mode": request.objective.mode},
+        "max_trials": request.trials(),
+        "parallel": request.parallel,
+        "created_at": sweep.created_at,
+        "finished_at": sweep.finished_at,
+        "error": sweep.error,
+        "last_seq": sweep.last_seq,
+        "trial_counts": counts,
+        "best": best_trial(trials, request.objective.mode),
+    }
+    if detail:
+        return SweepDetail(**fields, request=sweep.request, trials=trials)
+    return SweepPublic(**fields)
+
+
+# -- checks -------------------------------------------------------------------------------
+
+
+def _invalid(loc: tuple[Any, ...], msg: str) -> RequestValidationError:
+    return RequestValidationError([{"loc": ["body", *loc], "msg": msg, "type": "value_error"}])
+
+
+def _short(value: Any) -> str:
+    text = json.dumps(value)
+    return text if len(text) <= 80 else text[:77] + "..."
+
+
+def _check(services: ServicesDep, request: SweepCreate) -> int:
+    """Checks the base spec and every extreme of the space with the runs' own checks
+    (422 naming ``spec.<field>`` or ``space.<path>``); returns the base spec's steps."""
+    try:
+        base_total = runs_api._validate(services, request.spec)
+    except RequestValidationError as error:
+        raise RequestValidationError(
+            [{**e, "loc": ["body", "spec", *list(e["loc"])[1:]]} for e in error.errors()]
+        ) from None
+    if request.method == "grid" and request.trials() > request.grid_size():
+        raise _invalid(
+            ("max_trials",), f"the grid has {request.grid_size()} points: at most that many"
+        )
+    checks = variants(request)
+    if len(checks) > MAX_CHECKS:
+        raise _invalid(
+            ("space",),
+            f"the space has {len(checks)} values to check (each bound and each choice); "
+            f"at most {MAX_CHECKS}",
+        )
+    stored = request.spec.stored()
+    for path, values in checks:
+        loc = ("space", path) if path is not None else ("space",)
+        what = (
+            f"value {_short(values[path])}"
+            if path is not None
+            else "the combination " + _short(values)
+        )
+        try:
+            spec = RunCreate.model_validate(with_values(stored, values))
+            runs_api._validate(services, spec)
+        except PathError as error:
+            raise _invalid(loc, str(error)) from None
+        except (ValidationError, RequestValidationError) as error:
+            first = error.errors()[0]
+            field = ".".join(str(p) for p in first["loc"] if p != "body")
+            message = f"{what} gives an invalid run spec: {field}: {first['msg']}"
+            raise _invalid(loc, message) from None
+    return base_total
+
+
+# -- routes -------------------------------------------------------------------------------
+
+
+@router.post(
+    "",
+    status_code=201,
+    response_model=SweepDetail,
+    responses={422: {"description": "Invalid sweep, naming the field or the space's path"}},
+)
+def submit_sweep(
+    request: SweepCreate, services: ServicesDep, sweeps: SweepServicesDep
+) -> SweepPublic:
+    base_total = _check(services, request)
+    sweep = sweeps.store.create(
+        request.model_dump(mode="json"),
+        name=request.name or f"sweep-{request.spec.env.name}",
+        base_total_steps=base_total,
+    )
+    sweeps.driver.wake()
+    return sweep_public(sweep, [], detail=True)
+
+
+@router.get("", response_model=SweepList)
+def list_sweeps(
+    sweeps: SweepServicesDep,
+    status: Annotated[str | None, Query(max_length=16)] = None,
+    limit: Annotated[int, Query(ge=1, le=200)] = 50,
+    offset: Annotated[int, Query(ge=0, le=10**9)] = 0,
+) -> SweepList:
+    rows, total = sweeps.store.list_sweeps(SweepFilter(status=status, limit=limit, offset=offset))
+    items = [sweep_public(s, sweeps.store.trials(s.id)) for s in rows]
+    return SweepList(items=items, total=total)
+
+
+@router.get("/{sweep_id}", response_model=SweepDetail, responses=NOT_FOUND)
+def read_sweep(sweep: SweepDep, sweeps: SweepServicesDep) -> SweepPublic:
+    return sweep_public(sweep, sweeps.store.trials(sweep.id), detail=True)
+
+
+@router.post("/{sweep_id}/cancel", status_code=202, response_model=SweepPublic, responses=NOT_FOUND)
+def cancel_sweep(sweep: SweepDep, sweeps: SweepServicesDep) -> SweepPublic:
+    cancelled = sweeps.store.cancel(sweep.id)
+    sweeps.driver.wake()
+    return sweep_public(cancelled, sweeps.store.trials(sweep.id))
+
+
+@router.delete(
+    "/{sweep_id}",
+    status_code=204,
+    response_class=Response,
+    responses={**NOT_FOUND, 409: {"model": ErrorPublic, "description": "Not finished"}},
+)
+def delete_sweep(sweep: SweepDep, sweeps: SweepServicesDep) -> Response:
+    try:
+        sweeps.store.delete(sweep.id)
+    except SweepActive as error:
+        raise HTTPException(409, str(error)) from None
+    sweeps.driver.forget(sweep.id)
+    return Response(status_code=204)
+
+
+@router.websocket("/{sweep_id}/stream")
+async def stream(websocket: WebSocket, sweep_id: str, after_seq: int = 0) -> None:
+    """Every event of the sweep after ``after_seq``, in order, then live ones: ``status``
+    (``status``, ``error``), ``trial`` (``trial``, ``run_id``, ``status``, ``params``,
+    ``objective``, ``steps``, ``error``) and ``best`` (``trial``, ``run_id``,
+    ``objective``, ``params``); closed normally (1000) after its final status."""
+    sweeps = get_sweep_services(websocket)
+    try:
+        if not SWEEP_ID.fullmatch(sweep_id):
+            raise SweepNotFound(sweep_id)
+        sweep = await run_in_threadpool(sweeps.store.get, sweep_id)
+    except SweepNotFound:
+        await websocket.close(code=4404, reason="sweep not found")
+        return
+    if after_seq < 0:
+        await websocket.close(code=1008, reason="after_seq must be >= 0")
+        return
+    await websocket.accept()
+    if sweep.status in FINISHED and after_seq >= sweep.last_seq:
+        await websocket.close(code=1000)
+        return
+    reader = asyncio.create_task(drain_client(websocket))
+    try:
+        seq = after_seq
+        while not reader.done():
+            events = await run_in_threadpool(sweeps.store.events_after, sweep_id, seq, 500)
+            for event in events:
+                async with asyncio.timeout(SEND_TIMEOUT_S):
+                    await websocket.send_text(json.dumps(event, separators=(",", ":")))
+                seq = event["seq"]
+                if event["type"] == "status" and event["status"] in FINISHED:
+                    await websocket.close(code=1000)
+                    return
+            if not events:
+                await asyncio.wait({reader}, timeout=POLL_S)
+    except (WebSocketDisconnect, TimeoutError, RuntimeError, SweepNotFound):
+        pass
+    finally:
+        reader.cancel()
+        with contextlib.suppress(asyncio.CancelledError, Exception):
+            await reader
