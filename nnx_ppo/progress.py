@@ -44,12 +44,13 @@ def eta(seconds: float) -> str:
     return str(datetime.timedelta(seconds=round(seconds)))
 
 
-def make_progress(console: Console) -> Progress:
-    """The bar: a description, the bar, steps done of the total, steps/s, ETA, reward."""
+def make_progress(console: Console, unit: str = "steps") -> Progress:
+    """The bar: a description, the bar, steps done of the total, steps/s, ETA, reward
+    (``unit``: what is counted; ``nnx-ppo sweep`` counts trials)."""
     return Progress(
         TextColumn("{task.description:<10}"),
         BarColumn(),
-        TextColumn("{task.completed:>12,.0f}/{task.total:,.0f} steps"),
+        TextColumn("{task.completed:>12,.0f}/{task.total:,.0f} " + unit),
         TextColumn("{task.fields[sps]}"),
         TextColumn("{task.fields[eta]}"),
         TextColumn("{task.fields[reward]}"),

@@ -12,7 +12,7 @@ from typing import Any
 from pydantic import ValidationError
 
 SERVICE_COMMANDS = ("serve", "worker")
-CLIENT_COMMANDS = ("submit", "ls", "watch", "logs", "cancel", "pull", "export")
+CLIENT_COMMANDS = ("submit", "ls", "watch", "logs", "cancel", "pull", "export", "sweep")
 """Commands on the service's API, in ``nnx_ppo.client.cli``."""
 
 

@@ -1,6 +1,6 @@
 """The client's commands of the ``nnx-ppo`` console script: ``submit``, ``ls``, ``watch``,
-``logs``, ``cancel``, ``pull``, ``export``. Errors print one line and exit non-zero (1: the
-service refused or cannot be reached; 2: bad input here)."""
+``logs``, ``cancel``, ``pull``, ``export``, ``sweep``. Errors print one line and exit
+non-zero (1: the service refused or cannot be reached; 2: bad input here)."""
 
 from __future__ import annotations
 
@@ -16,7 +16,7 @@ from typing import Any
 from nnx_ppo.client.client import Client
 from nnx_ppo.client.errors import ClientError
 
-COMMANDS = ("submit", "ls", "watch", "logs", "cancel", "pull", "export")
+COMMANDS = ("submit", "ls", "watch", "logs", "cancel", "pull", "export", "sweep")
 
 
 def _parser() -> argparse.ArgumentParser:
@@ -64,6 +64,12 @@ def _parser() -> argparse.ArgumentParser:
         default="offline",
         help="offline (default; upload later with `wandb sync`) or online",
     )
+    sweep = sub.add_parser(
+        "sweep", parents=[common], help="start a hyperparameter sweep and follow it"
+    )
+    sweep.add_argument("file", help="a sweep (JSON file: spec, space, method, ...; - for stdin)")
+    sweep.add_argument("--name", help="the sweep's name")
+    sweep.add_argument("--no-follow", action="store_true", help="only submit it")
     return parser
 
 
@@ -97,14 +103,27 @@ def _submit(client: Client, args: argparse.Namespace) -> int:
     return 0
 
 
-def _read_spec(file: str) -> dict[str, Any]:
+def _sweep(client: Client, args: argparse.Namespace) -> int:
+    body = _read_spec(args.file, "a sweep")
+    if args.name:
+        body["name"] = args.name
+    sweep = client.submit_sweep(body)
+    print(f"{sweep.id}  {sweep.name}  {sweep.status}", flush=True)
+    if args.no_follow:
+        return 0
+    from nnx_ppo.client.sweep_watch import follow
+
+    return follow(client, sweep.id)
+
+
+def _read_spec(file: str, what: str = "a run spec") -> dict[str, Any]:
     text = sys.stdin.read() if file == "-" else Path(file).read_text()
     try:
         spec = json.loads(text)
     except json.JSONDecodeError as error:
         raise ValueError(f"{file}: not valid JSON: {error}") from None
     if not isinstance(spec, dict):
-        raise ValueError(f"{file}: a run spec is a JSON object")
+        raise ValueError(f"{file}: {what} is a JSON object")
     return spec
 
 
@@ -243,4 +262,5 @@ _HANDLERS = {
     "cancel": _cancel,
     "pull": _pull,
     "export": _export,
+    "sweep": _sweep,
 }

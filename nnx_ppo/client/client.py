@@ -31,6 +31,9 @@ from nnx_ppo.client.types import (
     Run,
     RunList,
     Series,
+    Sweep,
+    SweepEvent,
+    SweepList,
     Video,
     decode_value,
 )
@@ -160,6 +163,20 @@ class Client:
         A dropped connection is reopened from the last seq seen, for up to ``retry_for``
         seconds of failing to connect (then ``ServiceUnavailable``).
         """
+        for data in self._follow(
+            self._run_path(run_id), after_seq, retry_for, f"run {run_id}", lambda: self.run(run_id)
+        ):
+            event = Event.from_json(data)
+            yield event
+            if event.terminal:
+                return
+
+    def _follow(
+        self, path: str, after_seq: int, retry_for: float, what: str, exists: Any
+    ) -> Iterator[dict[str, Any]]:
+        """The events of the websocket ``path/stream`` after ``after_seq``, reconnecting
+        from the last seq seen, until the server closes it normally; ``exists()`` raises
+        ``NotFound`` when the resource is unknown (the server refuses its socket)."""
         from websockets.exceptions import ConnectionClosed, InvalidHandshake, InvalidStatus
         from websockets.sync.client import connect
 
@@ -169,7 +186,7 @@ class Client:
         base = "ws" + self.url[len("http") :] if self.url.startswith("http") else self.url
         headers = {"Authorization": f"Bearer {self.token}"} if self.token else {}
         while True:
-            url = f"{base}{self._run_path(run_id)}/stream?after_seq={seq}"
+            url = f"{base}{path}/stream?after_seq={seq}"
             try:
                 with connect(
                     url,
@@ -181,37 +198,78 @@ class Client:
                     failing_since, delay = None, 0.25
                     try:
                         for message in ws:
-                            event = Event.from_json(json.loads(message))
-                            if event.seq <= seq:
+                            data = json.loads(message)
+                            if int(data["seq"]) <= seq:
                                 continue
-                            seq = event.seq
-                            yield event
-                            if event.terminal:
-                                return
+                            seq = int(data["seq"])
+                            yield data
                     except ConnectionClosed:
                         pass  # reconnect below
                     code, reason = ws.close_code, ws.close_reason
                 if code == 1000:
                     return  # the server has sent everything there will ever be
                 if code == 1008:
-                    raise ApiError(400, reason or "the stream refused the request", run_id)
+                    raise ApiError(400, reason or "the stream refused the request", what)
             except InvalidStatus as error:
                 status = error.response.status_code
                 if status == 403:
-                    self.run(run_id)  # NotFound for an unknown run
+                    exists()  # NotFound for an unknown resource
                 if status < 500:
-                    raise api_error(status, _ws_detail(error), f"stream of {run_id}") from None
+                    raise api_error(status, _ws_detail(error), f"stream of {what}") from None
             except (OSError, TimeoutError, InvalidHandshake):
                 pass
             now = time.monotonic()
             failing_since = now if failing_since is None else failing_since
             if now - failing_since > retry_for:
                 raise ServiceUnavailable(
-                    f"lost the stream of run {run_id} at {self.url} and could not reconnect "
+                    f"lost the stream of {what} at {self.url} and could not reconnect "
                     f"within {retry_for:.0f} s"
                 )
             time.sleep(delay)
             delay = min(delay * 2, 5.0)
+
+    # -- sweeps ---------------------------------------------------------------------------
+
+    def submit_sweep(self, sweep: Mapping[str, Any]) -> Sweep:
+        """Starts a sweep (``{"spec", "space", "method", "max_trials", "parallel",
+        "objective", "pruner", ...}``, see the README); an invalid one is an ``ApiError``
+        422 whose ``field_errors`` name the field or the space's path."""
+        return Sweep.from_json(self._json("POST", "/api/sweeps", "submit sweep", json=dict(sweep)))
+
+    def sweeps(self, status: str | None = None, limit: int = 50, offset: int = 0) -> SweepList:
+        """Sweeps, newest first."""
+        query: dict[str, Any] = {"limit": limit, "offset": offset}
+        if status is not None:
+            query["status"] = status
+        data = self._json("GET", "/api/sweeps", "list sweeps", params=query)
+        return SweepList([Sweep.from_json(s) for s in data["items"]], int(data["total"]))
+
+    def sweep(self, sweep_id: str) -> Sweep:
+        """A sweep with its trials and its best trial."""
+        return Sweep.from_json(self._json("GET", self._sweep_path(sweep_id), f"sweep {sweep_id}"))
+
+    def cancel_sweep(self, sweep_id: str) -> Sweep:
+        """Queues no more trials and cancels the active ones."""
+        path = f"{self._sweep_path(sweep_id)}/cancel"
+        return Sweep.from_json(self._json("POST", path, f"cancel sweep {sweep_id}"))
+
+    def delete_sweep(self, sweep_id: str) -> None:
+        """Deletes a finished sweep and its trials' runs (an ``ApiError`` 409 otherwise)."""
+        self._request("DELETE", self._sweep_path(sweep_id), f"delete sweep {sweep_id}")
+
+    def follow_sweep(
+        self, sweep_id: str, after_seq: int = 0, *, retry_for: float = 60
+    ) -> Iterator[SweepEvent]:
+        """The sweep's events after ``after_seq`` (status, trial, best), then live ones,
+        until its final status; reconnects like ``follow``."""
+        path = self._sweep_path(sweep_id)
+        for data in self._follow(
+            path, after_seq, retry_for, f"sweep {sweep_id}", lambda: self.sweep(sweep_id)
+        ):
+            event = SweepEvent.from_json(data)
+            yield event
+            if event.terminal:
+                return
 
     # -- metrics --------------------------------------------------------------------------
 
@@ -379,6 +437,12 @@ class Client:
         return Health.from_json(self._json("GET", "/api/health", "health"))
 
     # -- HTTP -----------------------------------------------------------------------------
+
+    @staticmethod
+    def _sweep_path(sweep_id: str) -> str:
+        if not re.fullmatch(r"[0-9A-Za-z_-]{1,64}", str(sweep_id)):
+            raise NotFound(404, f"sweep {sweep_id!r} not found")
+        return f"/api/sweeps/{sweep_id}"
 
     @staticmethod
     def _run_path(run_id: str) -> str:

@@ -237,3 +237,137 @@ class Event:
             line=data.get("line"),
             raw=dict(data),
         )
+
+
+SWEEP_FINISHED = frozenset({"finished", "cancelled", "failed"})
+"""Statuses a sweep never leaves."""
+
+
+def _objective(value: Any) -> float | None:
+    return None if value is None else decode_value(value)
+
+
+@dataclasses.dataclass(frozen=True)
+class Trial:
+    """One trial of a sweep: an ordinary run (``run_id``) with the sweep's values."""
+
+    trial: int
+    run_id: str
+    status: str
+    params: dict[str, Any]
+    objective: float | None
+    steps: int
+    total_steps: int
+    error: str | None
+
+    @classmethod
+    def from_json(cls, data: Mapping[str, Any]) -> Trial:
+        return cls(
+            trial=int(data["trial"]),
+            run_id=data["run_id"],
+            status=data["status"],
+            params=dict(data.get("params") or {}),
+            objective=_objective(data.get("objective")),
+            steps=int(data.get("steps") or 0),
+            total_steps=int(data.get("total_steps") or 0),
+            error=data.get("error"),
+        )
+
+
+@dataclasses.dataclass(frozen=True)
+class Sweep:
+    """A sweep as ``GET /api/sweeps/{id}`` describes it (``trials`` and ``request`` only
+    there, empty in lists)."""
+
+    id: str
+    name: str
+    status: str
+    method: str
+    objective: dict[str, str]
+    max_trials: int
+    parallel: int
+    created_at: float
+    finished_at: float | None
+    error: str | None
+    last_seq: int
+    trial_counts: dict[str, int]
+    best: Trial | None
+    trials: list[Trial]
+    request: dict[str, Any]
+
+    @property
+    def finished(self) -> bool:
+        return self.status in SWEEP_FINISHED
+
+    @classmethod
+    def from_json(cls, data: Mapping[str, Any]) -> Sweep:
+        best = data.get("best")
+        return cls(
+            id=data["id"],
+            name=data.get("name", ""),
+            status=data["status"],
+            method=data.get("method", ""),
+            objective=dict(data.get("objective") or {}),
+            max_trials=int(data.get("max_trials") or 0),
+            parallel=int(data.get("parallel") or 1),
+            created_at=float(data.get("created_at") or 0.0),
+            finished_at=data.get("finished_at"),
+            error=data.get("error"),
+            last_seq=int(data.get("last_seq") or 0),
+            trial_counts={k: int(v) for k, v in (data.get("trial_counts") or {}).items()},
+            best=None if best is None else Trial.from_json(best),
+            trials=[Trial.from_json(t) for t in data.get("trials") or []],
+            request=dict(data.get("request") or {}),
+        )
+
+
+@dataclasses.dataclass(frozen=True)
+class SweepEvent:
+    """One event of a sweep's stream: ``status`` -> ``status``, ``error``; ``trial`` (a
+    trial queued, running or ended) -> ``trial``, ``run_id``, ``status``, ``params``,
+    ``objective``, ``steps``, ``error``; ``best`` (a new best trial) -> ``trial``,
+    ``run_id``, ``objective``, ``params``."""
+
+    seq: int
+    type: str
+    time: float
+    status: str | None = None
+    error: str | None = None
+    trial: int | None = None
+    run_id: str | None = None
+    params: dict[str, Any] | None = None
+    objective: float | None = None
+    steps: int | None = None
+    raw: dict[str, Any] = dataclasses.field(default_factory=dict, repr=False, compare=False)
+
+    @property
+    def terminal(self) -> bool:
+        """The sweep's final status event."""
+        return self.type == "status" and self.status in SWEEP_FINISHED
+
+    @classmethod
+    def from_json(cls, data: Mapping[str, Any]) -> SweepEvent:
+        return cls(
+            seq=int(data["seq"]),
+            type=str(data["type"]),
+            time=float(data.get("time") or 0.0),
+            status=data.get("status"),
+            error=data.get("error"),
+            trial=data.get("trial"),
+            run_id=data.get("run_id"),
+            params=data.get("params"),
+            objective=_objective(data.get("objective")),
+            steps=data.get("steps"),
+            raw=dict(data),
+        )
+
+
+@dataclasses.dataclass(frozen=True)
+class SweepList:
+    """One page of sweeps (newest first) and how many match in all."""
+
+    items: list[Sweep]
+    total: int
+
+    def __iter__(self) -> Iterator[Sweep]:
+        return iter(self.items)
