@@ -77,6 +77,8 @@ def server(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Server]:
         "JAX_PLATFORMS": os.environ.get("JAX_PLATFORMS", "cpu"),
         # Describing every Playground env costs a minute of CPU; the tests use built-ins.
         "NNX_PPO_LIST_PLAYGROUND_ENVS": "false",
+        # A sample of system/* metrics every second, so that a short run has some.
+        "NNX_PPO_SYSTEM_METRICS_SECONDS": "1",
     }
     with log_path.open("w") as log:
         process = subprocess.Popen(

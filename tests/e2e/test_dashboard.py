@@ -168,6 +168,10 @@ def test_submit_a_run_watch_it_live_and_download_a_checkpoint(server, desktop, t
     expect(page.locator(".run-header .badge")).to_have_text("succeeded", timeout=240_000)
     final_points = int(card.get_attribute("data-points"))
     assert final_points >= grown
+    # The run process's own system/* samples have a group of their own.
+    system = page.locator('details[data-group="system"]')
+    expect(system.locator('figure[data-metric="system/rss_bytes"]')).to_be_visible()
+    expect(system.locator('figure[data-metric="system/cpu_percent"]')).to_be_visible()
     screenshot(page, "run-page-charts")
 
     # Zoom: drag across the plot, then "Reset zoom".
