@@ -21,7 +21,8 @@ def _parser() -> argparse.ArgumentParser:
         prog="nnx-ppo",
         description="PPO and distillation on MuJoCo Playground, and the service that runs it. "
         "Library commands: `nnx-ppo envs`, `nnx-ppo train` (see `nnx-ppo train --help`). "
-        "Client commands: `nnx-ppo submit|ls|watch|logs|cancel|pull|export` (each with --help).",
+        "Client commands: `nnx-ppo submit|ls|watch|logs|cancel|pull|export|sweep` "
+        "(each with --help).",
     )
     sub = parser.add_subparsers(dest="command", required=True)
     serve = sub.add_parser("serve", help="start the API, the dashboard and a local worker")
