@@ -17,7 +17,18 @@ from fastapi.responses import FileResponse, HTMLResponse, JSONResponse, Redirect
 from starlette.exceptions import HTTPException as StarletteHTTPException
 
 from server import __version__, values
-from server.api import artifacts, envs, events, exports, health, metrics, runs, stream, sweeps
+from server.api import (
+    artifacts,
+    envs,
+    events,
+    exports,
+    health,
+    metrics,
+    report,
+    runs,
+    stream,
+    sweeps,
+)
 from server.api.deps import Services
 from server.api.events_hub import ServiceEventsHub
 from server.api.stream_hub import StreamHub
@@ -82,7 +93,7 @@ def create_app(settings: Settings, *, with_worker: bool = True) -> FastAPI:
         redoc_url=None,
     )
     api = APIRouter(prefix="/api")
-    for module in (health, envs, runs, metrics, artifacts, stream, events, exports, sweeps):
+    for module in (health, envs, runs, metrics, artifacts, stream, events, exports, sweeps, report):
         api.include_router(module.router)
     app.include_router(api)
     _add_error_handlers(app)
@@ -92,6 +103,7 @@ def create_app(settings: Settings, *, with_worker: bool = True) -> FastAPI:
         token=settings.token,
         allowed_hosts=settings.allowed_hosts,
         max_body_bytes=settings.max_body_bytes,
+        max_upload_bytes=settings.max_upload_bytes,
     )
     return app
 

@@ -30,6 +30,11 @@ def _parser() -> argparse.ArgumentParser:
     serve.add_argument("--port", type=int, help="port (default 8000)")
     serve.add_argument("--no-worker", action="store_true", help="start the API alone")
     serve.add_argument(
+        "--public-url",
+        help="the API's URL as run processes on other nodes reach it (Ray executor; "
+        "default http://HOST:PORT)",
+    )
+    serve.add_argument(
         "--allowed-hosts",
         help="comma-separated Host names accepted besides loopback (needed with --host 0.0.0.0)",
     )
@@ -52,6 +57,15 @@ def _parser() -> argparse.ArgumentParser:
             help="runs sharing one device (default 1; env NNX_PPO_RUNS_PER_DEVICE); above 1, "
             "runs do not preallocate device memory",
         )
+        command.add_argument(
+            "--executor",
+            choices=("local", "ray"),
+            help="where run processes execute: this host (local, the default) or a Ray "
+            "cluster (ray: pip install nnx-ppo[ray]; env NNX_PPO_EXECUTOR)",
+        )
+        command.add_argument(
+            "--ray-address", help="the Ray cluster's head, HOST:PORT (env NNX_PPO_RAY_ADDRESS)"
+        )
     return parser
 
 
@@ -65,6 +79,9 @@ def _settings(args: argparse.Namespace) -> Any:
         "workers": args.workers,
         "runs_per_device": args.runs_per_device,
         "allowed_hosts": getattr(args, "allowed_hosts", None),
+        "public_url": getattr(args, "public_url", None),
+        "executor": args.executor,
+        "ray_address": args.ray_address,
     }
     return Settings(**{k: v for k, v in overrides.items() if v is not None})
 

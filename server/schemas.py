@@ -120,6 +120,12 @@ class ResourcesSpec(BaseModel):
     cpus: int | None = Field(
         default=None, ge=1, le=4096, strict=True, description="CPU cores (for cluster executors)."
     )
+    node: str | None = Field(
+        default=None,
+        pattern=r"^[0-9a-f]{8,64}$",
+        description="Ray executor: the node to place the run on while it is alive (a node id "
+        "of GET /api/health); another node when it is gone.",
+    )
 
 
 class RunCreate(BaseModel):
@@ -191,6 +197,9 @@ class RunPublic(BaseModel):
     trial: int | None = Field(default=None, description="Its trial number in the sweep.")
     trial_params: dict[str, Any] | None = Field(
         default=None, description="The trial's values, by spec path."
+    )
+    node: str | None = Field(
+        default=None, description="Where its process runs or ran: a host, or a Ray node."
     )
 
 
@@ -306,11 +315,28 @@ class WorkerPublic(BaseModel):
     device_use: list[DeviceUsePublic] = Field(default_factory=list)
 
 
+class NodePublic(BaseModel):
+    """A node of the Ray cluster, as of the worker's last heartbeat."""
+
+    node_id: str
+    address: str | None = None
+    alive: bool
+    head: bool = Field(default=False, description="The cluster's head node.")
+    total: dict[str, float] = Field(description="Its resources (CPU, GPU, memory, custom).")
+    free: dict[str, float] = Field(description="What is not taken by tasks now.")
+
+
 class HealthPublic(BaseModel):
     status: Literal["ok"]
     version: str
     jax_backend: str | None = None
     devices: list[str] | None = None
+    executor: Literal["local", "ray"] | None = Field(
+        default=None, description="Where run processes execute: this host, or a Ray cluster."
+    )
+    nodes: list[NodePublic] | None = Field(
+        default=None, description="Ray executor: the cluster's nodes."
+    )
     workers: list[WorkerPublic] | None = None
 
 

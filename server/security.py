@@ -3,13 +3,16 @@
 In order: the ``Host`` header must name this server (loopback or ``allowed_hosts``; else
 400), an ``Origin`` header must be this server's own origin (else 403: no DNS rebinding,
 no cross-site requests, websockets included), ``/api`` needs the token (else 401) except
-``GET /api/health``, and request bodies are capped (else 413).
+``GET /api/health`` and a run process's report routes (``/api/runs/{id}/report/...``,
+which check its run token themselves: ``server.api.report``), and request bodies are capped
+(else 413; artifact uploads at ``max_upload_bytes``).
 """
 
 from __future__ import annotations
 
 import hmac
 import json
+import re
 from collections.abc import Iterable
 from http.cookies import SimpleCookie
 from typing import Any
@@ -21,6 +24,9 @@ from server.settings import LOOPBACK_HOSTS
 
 COOKIE = "nnx_ppo_token"
 PUBLIC_PATHS = frozenset({"/api/health"})
+REPORT_PATH = re.compile(r"/api/runs/[0-9a-f]{12}/report/[A-Za-z0-9_./-]+")
+"""The routes a run token opens (and no other); the admin token does not open them."""
+UPLOAD_PATH = re.compile(r"/api/runs/[0-9a-f]{12}/report/(checkpoints|videos)/[A-Za-z0-9_.]+")
 
 
 def host_name(host_header: str) -> str:
@@ -63,12 +69,19 @@ def token_matches(given: str | None, token: str) -> bool:
 
 class AccessMiddleware:
     def __init__(
-        self, app: ASGIApp, *, token: str, allowed_hosts: Iterable[str], max_body_bytes: int
+        self,
+        app: ASGIApp,
+        *,
+        token: str,
+        allowed_hosts: Iterable[str],
+        max_body_bytes: int,
+        max_upload_bytes: int | None = None,
     ):
         self.app = app
         self.token = token
         self.allowed = {h.lower() for h in (*LOOPBACK_HOSTS, *allowed_hosts)}
         self.max_body_bytes = max_body_bytes
+        self.max_upload_bytes = max_upload_bytes or max_body_bytes
 
     async def __call__(self, scope: Scope, receive: Receive, send: Send) -> None:
         if scope["type"] not in ("http", "websocket"):
@@ -88,16 +101,26 @@ class AccessMiddleware:
             return
         path = scope.get("path", "")
         authenticated = token_matches(request_token(scope, headers), self.token)
-        if path.startswith("/api") and path not in PUBLIC_PATHS and not authenticated:
+        reporting = REPORT_PATH.fullmatch(path) is not None
+        if (
+            path.startswith("/api")
+            and path not in PUBLIC_PATHS
+            and not reporting
+            and not authenticated
+        ):
             await _refuse(scope, receive, send, 401, "missing or wrong token")
             return
-        scope.setdefault("state", {})["authenticated"] = authenticated
+        scope.setdefault("state", {})["authenticated"] = authenticated and not reporting
         if scope["type"] == "http":
+            upload = UPLOAD_PATH.fullmatch(path) is not None
+            limit = self.max_upload_bytes if upload else self.max_body_bytes
             length = headers.get("content-length")
-            if length is not None and (not length.isdigit() or int(length) > self.max_body_bytes):
+            if length is not None and (not length.isdigit() or int(length) > limit):
                 await _refuse(scope, receive, send, 413, "request body too large")
                 return
-            if length is None and "transfer-encoding" in headers:
+            if upload:  # streamed to disk by its route, which counts what it reads
+                receive = self._capped(receive, limit)
+            elif length is None and "transfer-encoding" in headers:
                 # A chunked body is read here, so that one past the cap is a 413 (raised
                 # inside the app, FastAPI's body parsing would turn it into a 400).
                 body = await _read_capped(receive, self.max_body_bytes)
@@ -106,12 +129,12 @@ class AccessMiddleware:
                     return
                 receive = _replay(body, receive)
             else:
-                receive = self._capped(receive, scope, send)
+                receive = self._capped(receive, self.max_body_bytes)
         await self.app(scope, receive, send)
 
-    def _capped(self, receive: Receive, scope: Scope, send: Send) -> Receive:
+    @staticmethod
+    def _capped(receive: Receive, limit: int) -> Receive:
         seen = 0
-        limit = self.max_body_bytes
 
         async def capped_receive() -> Message:
             nonlocal seen

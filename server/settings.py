@@ -6,8 +6,10 @@ Bad values fail at start-up with the variable's name, never later on a request.
 from __future__ import annotations
 
 import secrets
+import socket
 from functools import cached_property
 from pathlib import Path
+from typing import Literal
 
 from pydantic import Field, field_validator, model_validator
 from pydantic_settings import BaseSettings, SettingsConfigDict
@@ -50,6 +52,17 @@ class Settings(BaseSettings):
     heartbeat_seconds: float = Field(default=2.0, gt=0)
     """How often the supervisor beats; a worker silent for 5 beats is presumed dead."""
     max_body_bytes: int = Field(default=1_000_000, ge=1024)
+    executor: Literal["local", "ray"] = "local"
+    """Where run processes execute: ``local`` (children of the supervisor, on this host) or
+    ``ray`` (a Ray task per run on the cluster at ``ray_address``; ``pip install
+    nnx-ppo[ray]``)."""
+    ray_address: str | None = None
+    """The Ray cluster to join (``HOST:PORT`` of its head, or ``auto``); ``ray`` only."""
+    public_url: str | None = None
+    """The API's URL as run processes on other nodes reach it (default
+    ``http://HOST:PORT``, with this machine's name for a wildcard ``host``)."""
+    max_upload_bytes: int = Field(default=4 * 1024**3, ge=1024)
+    """The largest artifact (checkpoint archive, video) a remote run process may upload."""
     list_playground_envs: bool = True
     """List MuJoCo Playground envs in GET /api/envs (describing them all takes a minute of
     CPU once per data directory; tests turn it off). They can be trained either way."""
@@ -62,6 +75,12 @@ class Settings(BaseSettings):
                 f"device_memory_fraction ({fraction}) times runs_per_device "
                 f"({self.runs_per_device}) must be at most 1"
             )
+        return self
+
+    @model_validator(mode="after")
+    def _ray_needs_address(self) -> Settings:
+        if self.executor == "ray" and not self.ray_address:
+            raise ValueError("executor 'ray' needs ray_address (--ray-address HOST:PORT)")
         return self
 
     @field_validator("data_dir", "jax_cache")
@@ -92,6 +111,14 @@ class Settings(BaseSettings):
         if self.database_url:
             return self.database_url
         return f"sqlite:///{(self.data_dir / 'nnx_ppo.db').resolve()}"
+
+    @property
+    def api_url(self) -> str:
+        if self.public_url:
+            return self.public_url.rstrip("/")
+        host = socket.gethostname() if self.host in ("0.0.0.0", "::") else self.host
+        host = f"[{host}]" if ":" in host else host
+        return f"http://{host}:{self.port}"
 
     @property
     def runs_dir(self) -> Path:

@@ -9,7 +9,7 @@ from starlette.concurrency import run_in_threadpool
 
 from server import __version__
 from server.api.deps import ServicesDep
-from server.schemas import DeviceUsePublic, HealthPublic, WorkerPublic
+from server.schemas import DeviceUsePublic, HealthPublic, NodePublic, WorkerPublic
 
 router = APIRouter(tags=["health"])
 
@@ -35,6 +35,15 @@ async def health(request: Request, services: ServicesDep) -> HealthPublic:
     live = [w for w in rows if now - w.heartbeat_at <= services.settings.heartbeat_timeout]
     backend = live[0].backend if live else None
     devices = sorted({d for w in live for d in w.devices})
+    executor = live[0].executor if live else services.settings.executor
+    on_ray = [w for w in live if w.executor == "ray" and w.cluster is not None]
+    nodes = [NodePublic(**node) for node in on_ray[0].cluster or []] if on_ray else None
     return HealthPublic(
-        status="ok", version=__version__, jax_backend=backend, devices=devices, workers=workers
+        status="ok",
+        version=__version__,
+        jax_backend=backend,
+        devices=devices,
+        executor="ray" if executor == "ray" else "local",
+        nodes=nodes,
+        workers=workers,
     )

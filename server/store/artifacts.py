@@ -10,6 +10,7 @@ from __future__ import annotations
 import io
 import os
 import re
+import shutil
 import tarfile
 import tempfile
 from dataclasses import dataclass
@@ -119,6 +120,42 @@ def _add_tree(tar: tarfile.TarFile, path: Path, arcname: str) -> None:
             _add_tree(tar, entry, name)
         elif entry.is_file():
             tar.add(entry, arcname=name, recursive=False)
+
+
+class BadArchive(ValueError):
+    """A checkpoint archive that is not one folder ``step_X/`` of plain files and folders,
+    or that unpacks past its size limit."""
+
+
+def install_checkpoint(archive: Path, run_dir: Path, step: int, limit: int) -> Checkpoint:
+    """Unpacks a ``checkpoint_archive`` of ``step`` into ``run_dir``'s checkpoints: into a
+    hidden folder first (plain files and folders only, nothing outside ``step_X/``, at most
+    ``limit`` bytes), then renamed into place, replacing a copy that was there."""
+    name = f"step_{step:010d}"
+    directory = checkpoints_dir(run_dir)
+    directory.mkdir(parents=True, exist_ok=True)
+    staging = Path(tempfile.mkdtemp(dir=directory, prefix=".incoming-"))
+    try:
+        with tarfile.open(archive, mode="r:gz") as tar:
+            members = tar.getmembers()
+            if sum(m.size for m in members) > limit:
+                raise BadArchive(f"the checkpoint unpacks past {limit} bytes")
+            for member in members:
+                if member.name.split("/", 1)[0] != name or not (member.isfile() or member.isdir()):
+                    raise BadArchive(f"unexpected archive member {member.name!r}")
+            tar.extractall(staging, filter="data")
+        target = directory / name
+        if target.exists():  # the same checkpoint again (a retried upload)
+            shutil.rmtree(target)
+        os.replace(staging / name, target)
+    except (tarfile.TarError, OSError) as error:
+        raise BadArchive(f"not a checkpoint archive: {error}") from None
+    finally:
+        shutil.rmtree(staging, ignore_errors=True)
+    found = find_checkpoint(run_dir, step)
+    if found is None:
+        raise BadArchive(f"the archive held no checkpoint of step {step}")
+    return found
 
 
 def log_tail(run_dir: Path, lines: int | None) -> str:

@@ -47,6 +47,15 @@ class RunRow(Base):
     prune_reason: Mapped[str | None] = mapped_column(Text, nullable=True)
     """Set with ``cancel_requested`` when the sweep's pruner stops the run: it ends
     ``pruned`` with this reason instead of ``cancelled``."""
+    token_hash: Mapped[str | None] = mapped_column(String(64), nullable=True)
+    """SHA-256 (hex) of the run token of its current attempt (remote run processes report
+    with it); replaced at every claim, so an older attempt's token stops working."""
+    report_seq: Mapped[int] = mapped_column(Integer, default=0)
+    """The newest report batch stored in this attempt (a retried batch is stored once)."""
+    node: Mapped[str | None] = mapped_column(String(200), nullable=True)
+    """Where its process runs or ran: the host name, or the Ray node id and host."""
+    reported_at: Mapped[float | None] = mapped_column(Float, nullable=True)
+    """When its remote run process last reported (heartbeats included)."""
 
 
 class EventRow(Base):
@@ -146,6 +155,10 @@ class WorkerRow(Base):
     stopped: Mapped[bool] = mapped_column(default=False)
     device_use: Mapped[list[dict[str, Any]] | None] = mapped_column(JSON, nullable=True)
     """``[{"device", "runs", ...GPU use}]`` as of the last heartbeat."""
+    executor: Mapped[str] = mapped_column(String(16), default="local")
+    """``local`` (run processes on this host) or ``ray`` (tasks on a Ray cluster)."""
+    cluster: Mapped[list[dict[str, Any]] | None] = mapped_column(JSON, nullable=True)
+    """Ray: ``[{"node_id", "address", "alive", "total", "free"}]`` as of the last heartbeat."""
 
 
 class SweepRow(Base):

@@ -335,91 +335,110 @@ class RunStore:
         older checkpoint repeats steps it had stored).
         """
         with transaction(self.sessions) as session:
-            run = self._get(session, run_id)
-            keys = sorted({key for _, _, metrics in batch for key in metrics})
-            counts = dict(
-                session.execute(
-                    select(MetricKeyRow.key, MetricKeyRow.count).where(
-                        MetricKeyRow.run_id == run_id, MetricKeyRow.key.in_(keys)
-                    )
-                ).all()
-            )
-            known = set(counts)
-            rows: list[dict[str, Any]] = []
-            rollups: dict[tuple[str, int, int], dict[str, Any]] = {}
-            events: list[dict[str, Any]] = []
-            latest = dict(run.latest_metrics)
-            for step, wall_time, metrics in batch:
-                if step <= run.steps:  # run.steps is the newest step stored
-                    continue
-                for key, value in metrics.items():
-                    index = counts.get(key, 0)
-                    counts[key] = index + 1
-                    stored = values.to_db(float(value))
-                    rows.append(
-                        {
-                            "run_id": run_id,
-                            "key": key,
-                            "step": step,
-                            "wall_time": wall_time,
-                            "value": stored,
-                        }
-                    )
-                    for size in ROLLUP_SIZES:
-                        _merge_rollup(rollups, run_id, key, size, index // size, step, stored)
-                encoded = {k: values.encode(float(v)) for k, v in metrics.items()}
-                latest.update(encoded)
-                run.steps = step
-                run.last_seq += 1
-                events.append(
+            return self._store_metrics(session, self._get(session, run_id), batch)
+
+    def _store_metrics(
+        self,
+        session: Session,
+        run: RunRow,
+        batch: Sequence[tuple[int, float, Mapping[str, float]]],
+    ) -> int:
+        """``record_metrics_batch`` in the caller's transaction, the run's row locked."""
+        run_id = run.id
+        keys = sorted({key for _, _, metrics in batch for key in metrics})
+        counts = dict(
+            session.execute(
+                select(MetricKeyRow.key, MetricKeyRow.count).where(
+                    MetricKeyRow.run_id == run_id, MetricKeyRow.key.in_(keys)
+                )
+            ).all()
+        )
+        known = set(counts)
+        rows: list[dict[str, Any]] = []
+        rollups: dict[tuple[str, int, int], dict[str, Any]] = {}
+        events: list[dict[str, Any]] = []
+        latest = dict(run.latest_metrics)
+        for step, wall_time, metrics in batch:
+            if step <= run.steps:  # run.steps is the newest step stored
+                continue
+            for key, value in metrics.items():
+                index = counts.get(key, 0)
+                counts[key] = index + 1
+                stored = values.to_db(float(value))
+                rows.append(
                     {
                         "run_id": run_id,
-                        "seq": run.last_seq,
-                        "type": "metrics",
-                        "time": time.time(),
-                        "payload": {"step": step, "wall_time": wall_time, "values": encoded},
+                        "key": key,
+                        "step": step,
+                        "wall_time": wall_time,
+                        "value": stored,
                     }
                 )
-            if not events:
-                return 0
-            session.execute(insert(EventRow), events)  # one statement, not one per event
-            session.execute(insert(MetricRow), rows)
-            session.execute(_UPSERT_ROLLUPS[_dialect(session)], list(rollups.values()))
-            updated = [{"r": run_id, "k": k, "c": c} for k, c in counts.items() if k in known]
-            if updated:
-                session.execute(_UPDATE_COUNT, updated)
-            new_keys = [
-                {"run_id": run_id, "key": k, "count": c}
-                for k, c in counts.items()
-                if k not in known
-            ]
-            if new_keys:
-                session.execute(insert(MetricKeyRow), new_keys)
-            run.latest_metrics = latest
-            now = time.monotonic()
-            if now - self._progress_at.get(run_id, -math.inf) >= PROGRESS_EVERY_S:
-                self._progress_at[run_id] = now
-                self._service_event(session, run_id, "progress", _progress(run))
-            return len(events)
+                for size in ROLLUP_SIZES:
+                    _merge_rollup(rollups, run_id, key, size, index // size, step, stored)
+            encoded = {k: values.encode(float(v)) for k, v in metrics.items()}
+            latest.update(encoded)
+            run.steps = step
+            run.last_seq += 1
+            events.append(
+                {
+                    "run_id": run_id,
+                    "seq": run.last_seq,
+                    "type": "metrics",
+                    "time": time.time(),
+                    "payload": {"step": step, "wall_time": wall_time, "values": encoded},
+                }
+            )
+        if not events:
+            return 0
+        session.execute(insert(EventRow), events)  # one statement, not one per event
+        session.execute(insert(MetricRow), rows)
+        session.execute(_UPSERT_ROLLUPS[_dialect(session)], list(rollups.values()))
+        updated = [{"r": run_id, "k": k, "c": c} for k, c in counts.items() if k in known]
+        if updated:
+            session.execute(_UPDATE_COUNT, updated)
+        new_keys = [
+            {"run_id": run_id, "key": k, "count": c} for k, c in counts.items() if k not in known
+        ]
+        if new_keys:
+            session.execute(insert(MetricKeyRow), new_keys)
+        run.latest_metrics = latest
+        now = time.monotonic()
+        if now - self._progress_at.get(run_id, -math.inf) >= PROGRESS_EVERY_S:
+            self._progress_at[run_id] = now
+            self._service_event(session, run_id, "progress", _progress(run))
+        return len(events)
 
     def record_video(
         self, run_id: str, step: int, filename: str, episode_reward: float, episode_length: int
     ) -> dict[str, Any]:
         with transaction(self.sessions) as session:
             run = self._get(session, run_id)
-            video = VideoRow(
-                run_id=run_id,
-                step=step,
-                filename=filename,
-                episode_reward=values.to_db(float(episode_reward)),
-                episode_length=int(episode_length),
-                created_at=time.time(),
-            )
-            session.add(video)
-            session.flush()
-            public = video_public(video)
-            self._append(session, run, "video", {"video": public})
-            return public
+            return self._store_video(session, run, step, filename, episode_reward, episode_length)
+
+    def _store_video(
+        self,
+        session: Session,
+        run: RunRow,
+        step: int,
+        filename: str,
+        episode_reward: float,
+        episode_length: int,
+    ) -> dict[str, Any]:
+        run_id = run.id
+        video = VideoRow(
+            run_id=run_id,
+            step=step,
+            filename=filename,
+            episode_reward=values.to_db(float(episode_reward)),
+            episode_length=int(episode_length),
+            created_at=time.time(),
+        )
+        session.add(video)
+        session.flush()
+        public = video_public(video)
+        self._append(session, run, "video", {"video": public})
+        return public
 
     def record_checkpoint(self, run_id: str, checkpoint: dict[str, Any]) -> None:
         with transaction(self.sessions) as session:
@@ -431,9 +450,13 @@ class RunStore:
             run = self._get(session, run_id)
             self._append(session, run, "log", {"line": line})
 
-    def set_pid(self, run_id: str, pid: int | None) -> None:
+    def set_pid(self, run_id: str, pid: int | None, *, node: str | None = None) -> None:
+        """The run process's id (and, given ``node``, where it runs)."""
+        fields: dict[str, Any] = {"pid": pid}
+        if node is not None:
+            fields["node"] = node
         with transaction(self.sessions) as session:
-            session.execute(update(RunRow).where(RunRow.id == run_id).values(pid=pid))
+            session.execute(update(RunRow).where(RunRow.id == run_id).values(**fields))
 
     def cancel_requested(self, run_id: str) -> bool:
         with self.sessions() as session:
@@ -482,7 +505,7 @@ class RunStore:
 
     # -- workers ------------------------------------------------------------------------
 
-    def register_worker(self, slots: Sequence[str]) -> str:
+    def register_worker(self, slots: Sequence[str], executor: str = "local") -> str:
         worker_id = f"{socket.gethostname()}-{os.getpid()}-{uuid.uuid4().hex[:6]}"
         now = time.time()
         with transaction(self.sessions) as session:
@@ -495,15 +518,24 @@ class RunStore:
                     heartbeat_at=now,
                     slots=list(slots),
                     stopped=False,
+                    executor=executor,
                 )
             )
         return worker_id
 
-    def heartbeat(self, worker_id: str, device_use: list[dict[str, Any]] | None = None) -> None:
-        """Keeps the worker alive; ``device_use`` (when given) replaces what it reported."""
+    def heartbeat(
+        self,
+        worker_id: str,
+        device_use: list[dict[str, Any]] | None = None,
+        cluster: list[dict[str, Any]] | None = None,
+    ) -> None:
+        """Keeps the worker alive; ``device_use`` and ``cluster`` (when given) replace what
+        it reported."""
         values: dict[str, Any] = {"heartbeat_at": time.time()}
         if device_use is not None:
             values["device_use"] = device_use
+        if cluster is not None:
+            values["cluster"] = cluster
         with transaction(self.sessions) as session:
             session.execute(update(WorkerRow).where(WorkerRow.id == worker_id).values(**values))
 

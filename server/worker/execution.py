@@ -37,7 +37,7 @@ from server.spec.spec_check import make_config, network_fields
 from server.store import artifacts
 from server.worker.compile_clock import CompileClock
 from server.worker.devices import Placement
-from server.worker.reporter import RunReporter
+from server.worker.reporter import Reporter
 from server.worker.run_process import StopSignal
 from server.worker.system_metrics import SystemMetricsThread
 
@@ -58,7 +58,7 @@ class RunExecution:
         self,
         settings: Settings,
         run_id: str,
-        reporter: RunReporter,
+        reporter: Reporter,
         stop: StopSignal,
         placement: Placement | None = None,
     ):
@@ -67,8 +67,7 @@ class RunExecution:
         self.run_id = run_id
         self.reporter = reporter
         self.stop = stop
-        self.run = reporter.store.get(run_id)
-        self.spec: dict[str, Any] = self.run.spec
+        self.spec: dict[str, Any] = reporter.run_spec(run_id)
         self.run_dir = settings.run_dir(run_id)
         self.checkpoints = artifacts.checkpoints_dir(self.run_dir)
         self._save_now: Callable[[Any, int], None] = lambda _state, _step: None
@@ -181,13 +180,15 @@ class RunExecution:
         return ProgramCache(directory, identity, log=self.reporter.log)
 
     def _start_checkpoint(self) -> Path | None:
-        own = artifacts.find_checkpoint(self.run_dir, None)
+        own = self.reporter.checkpoint_input(self.run_id, None, self.run_dir)
         if own is not None:
             return own.path
         ref = self.spec.get("resume_from")
         if ref is None:
             return None
-        source = artifacts.find_checkpoint(self.settings.run_dir(ref["run_id"]), ref.get("step"))
+        source = self.reporter.checkpoint_input(
+            ref["run_id"], ref.get("step"), self.settings.run_dir(ref["run_id"])
+        )
         if source is None:
             raise ValueError(f"resume_from: run {ref['run_id']} has no such checkpoint any more")
         return source.path
@@ -199,14 +200,15 @@ class RunExecution:
 
     def _teacher(self, env: Any) -> Any:
         ref = self.spec["teacher"]
-        teacher_run = self.reporter.store.get(ref["run_id"])
-        checkpoint = artifacts.find_checkpoint(
-            self.settings.run_dir(teacher_run.id), ref.get("step")
+        teacher_id = ref["run_id"]
+        teacher_spec = self.reporter.run_spec(teacher_id)
+        checkpoint = self.reporter.checkpoint_input(
+            teacher_id, ref.get("step"), self.settings.run_dir(teacher_id)
         )
         if checkpoint is None:
-            raise ValueError(f"teacher: run {teacher_run.id} has no such checkpoint any more")
-        network = network_fields(NetworkSpec(**teacher_run.spec["network"]).factory_fields(), env)
-        self.reporter.log(f"teacher: run {teacher_run.id}, checkpoint step {checkpoint.step}")
+            raise ValueError(f"teacher: run {teacher_id} has no such checkpoint any more")
+        network = network_fields(NetworkSpec(**teacher_spec["network"]).factory_fields(), env)
+        self.reporter.log(f"teacher: run {teacher_id}, checkpoint step {checkpoint.step}")
         return load_teacher(str(checkpoint.path), network, env.observation_size, env.action_size)
 
     # -- callbacks ----------------------------------------------------------------------
@@ -241,14 +243,7 @@ class RunExecution:
         self._save_now(state, step)
         found = artifacts.find_checkpoint(self.run_dir, step)
         if found is not None:
-            self.reporter.checkpoint(
-                {
-                    "step": found.step,
-                    "size_bytes": found.size_bytes,
-                    "created_at": found.created_at,
-                    "url": f"/api/runs/{self.run_id}/checkpoints/{found.step}",
-                }
-            )
+            self.reporter.checkpoint(found)
 
     def _video_fn(self, video: VideoData) -> None:
         directory = artifacts.videos_dir(self.run_dir)
@@ -256,5 +251,5 @@ class RunExecution:
         filename = f"step_{video.step:010d}.mp4"
         encode_mp4(video, directory / filename)
         self.reporter.video(
-            video.step, filename, float(video.episode_reward), int(video.episode_length)
+            video.step, directory / filename, float(video.episode_reward), int(video.episode_length)
         )

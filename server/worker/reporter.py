@@ -1,5 +1,8 @@
 """The narrow interface through which a run process reports, wherever it runs: store
-metrics, store artifacts, write log lines, and ask whether it should stop.
+metrics, store artifacts, write log lines, ask whether it should stop, and read the specs
+and checkpoints it starts from (``Reporter``). ``RunReporter`` is the local path, straight
+to the database and the run's directory; ``server.worker.http_reporter.HttpReporter`` is a
+run process's on another node, over HTTP with its run token.
 
 Writes go through one background thread, in order, so that training never waits for the
 database: metrics that arrive while a transaction commits are stored together in the next
@@ -16,11 +19,13 @@ import sys
 import threading
 import time
 from collections.abc import Mapping
-from typing import Any
+from pathlib import Path
+from typing import Any, Protocol
 
 from sqlalchemy import Engine
 
 from server.settings import Settings
+from server.store import artifacts
 from server.store.db import make_engine, make_sessionmaker
 from server.store.run_store import RunStore
 
@@ -33,28 +38,55 @@ class ReportFailed(Exception):
     """Storing a report failed; the message names the cause."""
 
 
-class RunReporter:
-    def __init__(self, store: RunStore, engine: Engine | None, run_id: str):
-        self.store = store
-        self.engine = engine
+class Reporter(Protocol):
+    """What a run process reports through (see the module doc)."""
+
+    run_id: str
+
+    def metrics(self, step: int, values: Mapping[str, float]) -> None: ...
+    def attach(self, values: Mapping[str, float]) -> None: ...
+    def video(self, step: int, path: Path, episode_reward: float, episode_length: int) -> None:
+        """A video written at ``path`` (in the run's ``videos/``)."""
+
+    def checkpoint(self, checkpoint: artifacts.Checkpoint) -> None:
+        """A complete checkpoint in the run's ``checkpoints/``."""
+
+    def log(self, line: str) -> None: ...
+    def flush(self) -> None: ...
+    def cancel_requested(self) -> bool: ...
+    def run_spec(self, run_id: str) -> dict[str, Any]:
+        """The spec of this run, or of a run its spec names (teacher, resume_from)."""
+
+    def checkpoint_input(
+        self, run_id: str, step: int | None, run_dir: Path
+    ) -> artifacts.Checkpoint | None:
+        """A checkpoint of this run or of one it names (the newest when ``step`` is None),
+        present in ``run_dir`` (that run's directory as this process sees it)."""
+
+    def close(self) -> None: ...
+
+
+def checkpoint_public(run_id: str, checkpoint: artifacts.Checkpoint) -> dict[str, Any]:
+    """A ``checkpoint`` event's payload."""
+    return {
+        "step": checkpoint.step,
+        "size_bytes": checkpoint.size_bytes,
+        "created_at": checkpoint.created_at,
+        "url": f"/api/runs/{run_id}/checkpoints/{checkpoint.step}",
+    }
+
+
+class QueuedReporter:
+    """The ordered background writer that both reporters share; ``_write`` stores items."""
+
+    def __init__(self, run_id: str):
         self.run_id = run_id
-        self._cancel_checked = 0.0
-        self._cancelled = False
         self._queue: queue.Queue[_Item] = queue.Queue()
         self._error: BaseException | None = None
         self._attached: dict[str, float] = {}
         self._attached_lock = threading.Lock()
         self._writer = threading.Thread(target=self._write_forever, daemon=True, name="reporter")
         self._writer.start()
-
-    @classmethod
-    def open(cls, settings: Settings, run_id: str) -> RunReporter:
-        engine = make_engine(settings.db_url)
-        return cls(RunStore(make_sessionmaker(engine), settings.runs_dir), engine, run_id)
-
-    def close(self) -> None:
-        if self.engine is not None:
-            self.engine.dispose()
 
     # -- reports (queued, in order) -----------------------------------------------------
 
@@ -70,11 +102,11 @@ class RunReporter:
         with self._attached_lock:
             self._attached.update(values)
 
-    def video(self, step: int, filename: str, episode_reward: float, episode_length: int) -> None:
-        self._put("video", (step, filename, episode_reward, episode_length))
+    def video(self, step: int, path: Path, episode_reward: float, episode_length: int) -> None:
+        self._put("video", (step, path.name, episode_reward, episode_length))
 
-    def checkpoint(self, public: dict[str, Any]) -> None:
-        self._put("checkpoint", public)
+    def checkpoint(self, checkpoint: artifacts.Checkpoint) -> None:
+        self._put("checkpoint", checkpoint_public(self.run_id, checkpoint))
 
     def log(self, line: str) -> None:
         """A line for the log file and the run's stream."""
@@ -85,14 +117,6 @@ class RunReporter:
         """Waits until every report is stored; raises ``ReportFailed`` if one was not."""
         self._queue.join()
         self._raise_if_failed()
-
-    def cancel_requested(self) -> bool:
-        """Whether the run was cancelled (asked at most every ``CANCEL_POLL_S``)."""
-        now = time.monotonic()
-        if not self._cancelled and now - self._cancel_checked >= CANCEL_POLL_S:
-            self._cancel_checked = now
-            self._cancelled = self.store.cancel_requested(self.run_id)
-        return self._cancelled
 
     # -- the writer thread --------------------------------------------------------------
 
@@ -121,6 +145,45 @@ class RunReporter:
             finally:
                 for _ in items:
                     self._queue.task_done()
+
+    def _write(self, items: list[_Item]) -> None:
+        raise NotImplementedError
+
+
+class RunReporter(QueuedReporter):
+    """The local path: reports go straight to the database; files are already in place."""
+
+    def __init__(self, store: RunStore, engine: Engine | None, run_id: str):
+        super().__init__(run_id)
+        self.store = store
+        self.engine = engine
+        self._cancel_checked = 0.0
+        self._cancelled = False
+
+    @classmethod
+    def open(cls, settings: Settings, run_id: str) -> RunReporter:
+        engine = make_engine(settings.db_url)
+        return cls(RunStore(make_sessionmaker(engine), settings.runs_dir), engine, run_id)
+
+    def close(self) -> None:
+        if self.engine is not None:
+            self.engine.dispose()
+
+    def cancel_requested(self) -> bool:
+        """Whether the run was cancelled (asked at most every ``CANCEL_POLL_S``)."""
+        now = time.monotonic()
+        if not self._cancelled and now - self._cancel_checked >= CANCEL_POLL_S:
+            self._cancel_checked = now
+            self._cancelled = self.store.cancel_requested(self.run_id)
+        return self._cancelled
+
+    def run_spec(self, run_id: str) -> dict[str, Any]:
+        return dict(self.store.get(run_id).spec)
+
+    def checkpoint_input(
+        self, run_id: str, step: int | None, run_dir: Path
+    ) -> artifacts.Checkpoint | None:
+        return artifacts.find_checkpoint(run_dir, step)
 
     def _write(self, items: list[_Item]) -> None:
         batch: list[Any] = []

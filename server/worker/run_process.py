@@ -1,10 +1,13 @@
 """The run process: executes one run (``train_ppo`` or ``train_distillation``) in a child
 of the worker supervisor, started with ``spawn``.
 
-It reports through ``RunReporter`` (metrics, videos, checkpoints, log lines, cancel) and
-ends by sending its outcome to the supervisor over a pipe: ``("succeeded", None)``,
-``("stopped", "cancel" | "terminate")`` or ``("failed", message)``. Status transitions are
-the supervisor's. Its output (Python's and the C libraries') goes to ``logs/run.log``.
+It reports through a ``Reporter`` (metrics, videos, checkpoints, log lines, cancel):
+``RunReporter`` to the database and the data directory when it runs beside them, or
+``HttpReporter`` to the API with a run token when it runs on another node (given
+``remote``; then ``settings.data_dir`` is that node's own scratch directory). It ends by
+sending its outcome to its parent over a pipe: ``("succeeded", None)``, ``("stopped",
+"cancel" | "terminate")`` or ``("failed", message)``. Status transitions are the
+supervisor's. Its output (Python's and the C libraries') goes to ``logs/run.log``.
 SIGTERM is warm (stop after the current jitted call, checkpoint, exit); a second SIGTERM
 is cold. The process dies with its parent.
 """
@@ -21,12 +24,15 @@ import time
 import traceback
 from multiprocessing.connection import Connection
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from server.settings import Settings
 from server.store import artifacts
 from server.worker.devices import Placement
-from server.worker.reporter import RunReporter
+from server.worker.reporter import Reporter, RunReporter
+
+if TYPE_CHECKING:
+    from server.worker.http_reporter import RemoteAccess
 
 PR_SET_PDEATHSIG = 1
 
@@ -80,7 +86,13 @@ class StopSignal:
         self.requested = True
 
 
-def main(run_id: str, settings_json: str, placement: Placement, conn: Connection) -> None:
+def main(
+    run_id: str,
+    settings_json: str,
+    placement: Placement,
+    conn: Connection,
+    remote: RemoteAccess | None = None,
+) -> None:
     """Entry point of the child process (see the module doc). ``placement.env`` pins it
     to its devices; it is applied before JAX is imported."""
     die_with_parent()
@@ -90,7 +102,11 @@ def main(run_id: str, settings_json: str, placement: Placement, conn: Connection
     settings = Settings.model_validate_json(settings_json)
     run_dir = settings.run_dir(run_id)
     redirect_output(artifacts.logs_dir(run_dir) / artifacts.LOG_FILE)
-    reporter = RunReporter.open(settings, run_id)
+    reporter: Reporter
+    if remote is None:
+        reporter = RunReporter.open(settings, run_id)
+    else:
+        reporter = remote.reporter(run_id, settings.max_upload_bytes)
     try:
         from server.worker.execution import RunExecution
 

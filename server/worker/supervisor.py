@@ -14,6 +14,7 @@ import logging
 import multiprocessing as mp
 import os
 import signal
+import socket
 import subprocess
 import sys
 import threading
@@ -94,7 +95,7 @@ class Supervisor:
 
     def run(self) -> None:
         names = [d.name for d in self.pool.devices]
-        self.worker_id = self.store.register_worker(names)
+        self.worker_id = self.store.register_worker(names, self.settings.executor)
         log.info(
             "worker %s: devices %s, %d run(s) per device",
             self.worker_id,
@@ -191,7 +192,7 @@ class Supervisor:
             raise
         child_end.close()
         self.children[run_id] = Child(run_id, placement, process, parent)
-        self.store.set_pid(run_id, process.pid)
+        self.store.set_pid(run_id, process.pid, node=socket.gethostname())
         log.info("run %s started on %s (pid %s)", run_id, ",".join(placement.devices), process.pid)
 
     def _reap(self) -> None:
@@ -216,29 +217,34 @@ class Supervisor:
     def _record_exit(self, child: Child) -> None:
         """The run's final transition, from its outcome or how its process ended."""
         code = child.process.exitcode
-        try:
-            if child.outcome is None:
-                if code is not None and code < 0:
-                    cause = f"killed by signal {-code} ({signal_name(-code)})"
-                else:
-                    cause = f"the run process exited with code {code} without reporting"
-                if self.stopping:
-                    self._requeue(child.run_id, f"stopped with the worker ({cause})")
-                else:
-                    self._fail(child.run_id, f"{cause}{self._log_tail(child.run_id)}")
-                return
-            status, message = child.outcome
-            if status == "succeeded":
-                self.store.transition(child.run_id, "finish")
-            elif status == "failed":
-                self._fail(child.run_id, message or "failed")
-            elif message == "cancel":
-                self.store.end_stopped(child.run_id)  # cancelled, or pruned by its sweep
-            else:
-                self._requeue(child.run_id, "the worker stopped")
-        except (TransitionError, RunNotFound) as error:
-            log.warning("run %s: %s", child.run_id, error)
+        if code is not None and code < 0:
+            cause = f"killed by signal {-code} ({signal_name(-code)})"
+        else:
+            cause = f"the run process exited with code {code} without reporting"
+        self._end_run(child.run_id, child.outcome, cause)
         log.info("run %s ended: %s (exit code %s)", child.run_id, child.outcome, code)
+
+    def _end_run(self, run_id: str, outcome: tuple[str, str | None] | None, cause: str) -> None:
+        """The run's final transition, from the outcome its process reported; without one
+        (``cause`` says how it ended), it failed, or is requeued if the worker is stopping."""
+        try:
+            if outcome is None:
+                if self.stopping:
+                    self._requeue(run_id, f"stopped with the worker ({cause})")
+                else:
+                    self._fail(run_id, f"{cause}{self._log_tail(run_id)}")
+                return
+            status, message = outcome
+            if status == "succeeded":
+                self.store.transition(run_id, "finish")
+            elif status == "failed":
+                self._fail(run_id, message or "failed")
+            elif message == "cancel":
+                self.store.end_stopped(run_id)  # cancelled, or pruned by its sweep
+            else:
+                self._requeue(run_id, "the worker stopped")
+        except (TransitionError, RunNotFound) as error:
+            log.warning("run %s: %s", run_id, error)
 
     def _fail(self, run_id: str, message: str) -> None:
         self.store.transition(run_id, "fail", message)
@@ -278,7 +284,13 @@ def main(settings_json: str | None = None, *, die_with_parent: bool = False) -> 
     settings = Settings.model_validate_json(settings_json) if settings_json else Settings()
     settings.ensure_dirs()
     migrate(settings.db_url)
-    supervisor = Supervisor(settings)
+    supervisor: Supervisor
+    if settings.executor == "ray":
+        from server.worker.ray_executor import RaySupervisor
+
+        supervisor = RaySupervisor(settings)
+    else:
+        supervisor = Supervisor(settings)
     supervisor.install_signals(interrupt=not die_with_parent)
     supervisor.run()
 

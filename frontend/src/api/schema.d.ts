@@ -458,8 +458,18 @@ export interface components {
         HealthPublic: {
             /** Devices */
             devices?: string[] | null;
+            /**
+             * Executor
+             * @description Where run processes execute: this host, or a Ray cluster.
+             */
+            executor?: ("local" | "ray") | null;
             /** Jax Backend */
             jax_backend?: string | null;
+            /**
+             * Nodes
+             * @description Ray executor: the cluster's nodes.
+             */
+            nodes?: components["schemas"]["NodePublic"][] | null;
             /**
              * Status
              * @constant
@@ -518,6 +528,38 @@ export interface components {
              * @description The observation key the value reads, e.g. 'privileged_state' (the policy never sees it). Given with policy_obs_key.
              */
             value_obs_key?: string | null;
+        };
+        /**
+         * NodePublic
+         * @description A node of the Ray cluster, as of the worker's last heartbeat.
+         */
+        NodePublic: {
+            /** Address */
+            address?: string | null;
+            /** Alive */
+            alive: boolean;
+            /**
+             * Free
+             * @description What is not taken by tasks now.
+             */
+            free: {
+                [key: string]: number;
+            };
+            /**
+             * Head
+             * @description The cluster's head node.
+             * @default false
+             */
+            head?: boolean;
+            /** Node Id */
+            node_id: string;
+            /**
+             * Total
+             * @description Its resources (CPU, GPU, memory, custom).
+             */
+            total: {
+                [key: string]: number;
+            };
         };
         /** Objective */
         Objective: {
@@ -614,6 +656,11 @@ export interface components {
              * @description Devices the run trains on, data-parallel (default 1); at most what the largest registered worker has.
              */
             gpus?: number | null;
+            /**
+             * Node
+             * @description Ray executor: the node to place the run on while it is alive (a node id of GET /api/health); another node when it is gone.
+             */
+            node?: string | null;
         };
         /**
          * RunCreate
@@ -696,6 +743,11 @@ export interface components {
             };
             /** Name */
             name: string;
+            /**
+             * Node
+             * @description Where its process runs or ran: a host, or a Ray node.
+             */
+            node?: string | null;
             /** Notes */
             notes: string;
             /**

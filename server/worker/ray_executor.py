@@ -1,0 +1,283 @@
+"""The Ray executor: each claimed run becomes a Ray task that asks for the run's resources
+(``resources.gpus``/``cpus``; default one GPU where the cluster has GPUs, else one CPU), and
+Ray places it. On its node the task starts the same run process as the local worker does
+(``run_process.main``), with a scratch data directory of that node and an ``HttpReporter``:
+no disk or database is shared with the API; the run token issued at the claim is all it
+holds. ``pip install nnx-ppo[ray]``.
+
+The supervisor (``RaySupervisor``, the Ray driver) still decides which run starts; the
+task's end decides the run's transition: the run process's outcome as with the local
+executor, ``failed`` when the task raised, and ``interrupted`` then ``queued`` when Ray
+lost it (its node or worker died) or its process went silent. A requeued run is claimed
+again and resumes, wherever Ray places it, from its newest checkpoint, which the run
+process downloads from the API. ``resources.node`` prefers a node (soft affinity: another
+node when that one is gone).
+
+Environment of a node (set on ``ray start``): ``NNX_PPO_NODE_DIR``, the node's scratch
+directory (default ``$TMPDIR/nnx-ppo-node``), and ``NNX_PPO_JAX_CACHE``, its compilation
+cache (default inside the scratch directory).
+"""
+
+from __future__ import annotations
+
+import logging
+import multiprocessing as mp
+import os
+import socket
+import tempfile
+import time
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any
+
+from server.settings import Settings
+from server.store import run_reports
+from server.store.run_store import RunNotFound
+from server.worker import run_process
+from server.worker.devices import Device, Placement
+from server.worker.http_reporter import RemoteAccess
+from server.worker.supervisor import Supervisor
+
+log = logging.getLogger("nnx_ppo.worker")
+
+Outcome = tuple[str, str | None]
+
+PLACING_S = 60.0
+"""A task that has not reported from a node this long after submission no longer holds
+back the next claim (Ray may be waiting for resources)."""
+NODE_SECRETS = ("api_token", "database_url")
+"""Settings that never travel to a node."""
+
+
+@dataclass
+class RayRun:
+    run_id: str
+    ref: Any
+    """The task's ``ray.ObjectRef``."""
+    submitted: float
+    placed: bool = False
+
+
+def execute_on_node(run_id: str, settings_json: str, remote: RemoteAccess) -> Outcome:
+    """The body of a run's Ray task, on the node Ray chose: the run process, as a child
+    (``spawn``; it dies with this task's worker), and its outcome."""
+    import ray
+
+    node_id = ray.get_runtime_context().get_node_id()
+    scratch = Path(
+        os.environ.get("NNX_PPO_NODE_DIR") or Path(tempfile.gettempdir()) / "nnx-ppo-node"
+    )
+    cache = os.environ.get("NNX_PPO_JAX_CACHE")
+    fields = Settings.model_validate_json(settings_json).model_dump(exclude={"jax_cache"})
+    settings = Settings(**{**fields, "data_dir": scratch, "jax_cache": cache})
+    settings.ensure_dirs()
+    node = f"{node_id} ({socket.gethostname()})"
+    remote = RemoteAccess(remote.api_url, remote.token, node, remote.heartbeat_s)
+    gpus = ray.get_gpu_ids()
+    devices = tuple(f"gpu:{i}" for i in range(len(gpus))) or ("cpu:0",)
+    ctx = mp.get_context("spawn")
+    parent, child_end = ctx.Pipe(duplex=False)
+    process = ctx.Process(
+        target=run_process.main,
+        args=(run_id, settings.model_dump_json(), Placement(devices), child_end, remote),
+        name=f"nnx-ppo-run-{run_id}",
+    )
+    process.start()
+    child_end.close()
+    outcome: Outcome | None = None
+    while process.is_alive() or parent.poll():
+        try:
+            if parent.poll(0.5):
+                outcome = parent.recv()
+        except (EOFError, OSError):
+            process.join(5)
+            break
+    process.join()
+    if outcome is not None:
+        return outcome
+    return ("failed", f"the run process on node {node} exited with code {process.exitcode}")
+
+
+class RaySupervisor(Supervisor):
+    """``Supervisor`` with its run processes placed by Ray (see the module doc)."""
+
+    def __init__(self, settings: Settings):
+        super().__init__(settings, devices=[Device("ray", "0")])
+        import ray
+
+        self.ray: Any = ray
+        self.tasks: dict[str, RayRun] = {}
+        self._task = ray.remote(max_retries=0)(execute_on_node)
+        node_settings = settings.model_dump_json(exclude=set(NODE_SECRETS))
+        self._node_settings = node_settings
+
+    def run(self) -> None:
+        self.ray.init(
+            address=self.settings.ray_address,
+            namespace="nnx-ppo",
+            log_to_driver=False,
+            configure_logging=False,
+        )
+        try:
+            super().run()
+        finally:
+            self.ray.shutdown()
+
+    # -- the cluster --------------------------------------------------------------------
+
+    def cluster(self) -> list[dict[str, Any]]:
+        """The cluster's nodes: id, address, alive, head, total and free resources."""
+        from ray._private import state as ray_state
+
+        state: Any = ray_state
+        free: dict[str, dict[str, float]] = {}
+        try:
+            free = state.available_resources_per_node()
+        except Exception:  # a private API: the totals still say what the cluster has
+            log.debug("free resources per node unavailable", exc_info=True)
+        nodes = []
+        for node in self.ray.nodes():
+            node_id = node["NodeID"]
+            nodes.append(
+                {
+                    "node_id": node_id,
+                    "address": node.get("NodeManagerAddress"),
+                    "alive": bool(node.get("Alive")),
+                    "head": "node:__internal_head__" in (node.get("Resources") or {}),
+                    "total": _public_resources(node.get("Resources") or {}),
+                    "free": _public_resources(free.get(node_id, {})),
+                }
+            )
+        return nodes
+
+    def _has_gpus(self) -> bool:
+        return float(self.ray.cluster_resources().get("GPU", 0)) > 0
+
+    def _heartbeat(self, done: Any) -> None:
+        while not done.wait(self.settings.heartbeat_seconds):
+            try:
+                self.store.heartbeat(self.worker_id, [], self.cluster())
+            except Exception:
+                log.exception("heartbeat failed")
+
+    def _probe_devices(self) -> None:
+        """The worker row names the executor; its devices are the cluster's nodes."""
+        from sqlalchemy import update
+
+        from server.store.models import WorkerRow
+
+        with self.store.sessions() as session, session.begin():
+            session.execute(
+                update(WorkerRow)
+                .where(WorkerRow.id == self.worker_id)
+                .values(executor="ray", backend="ray", cluster=self.cluster())
+            )
+
+    # -- runs ---------------------------------------------------------------------------
+
+    def _start_claimed(self) -> None:
+        """Claims the oldest queued run when the cluster has a free slot for it and the run
+        submitted before it has been placed (Ray queues what does not fit; claiming more
+        would mark runs running that wait in Ray's queue)."""
+        now = time.monotonic()
+        self._note_placed()
+        if any(not t.placed and now - t.submitted < PLACING_S for t in self.tasks.values()):
+            return
+        free = self.ray.available_resources()
+        gpus = self._has_gpus()
+        if float(free.get("GPU" if gpus else "CPU", 0)) < 1:
+            return
+        run = self.store.claim_next(self.worker_id)
+        if run is None:
+            return
+        resources = run.spec.get("resources") or {}
+        options: dict[str, Any] = {
+            "num_cpus": resources.get("cpus") or 1,
+            "num_gpus": resources.get("gpus") or (1 if gpus else 0),
+            "name": f"nnx-ppo-run-{run.id}",
+        }
+        if resources.get("node"):
+            from ray.util.scheduling_strategies import NodeAffinitySchedulingStrategy
+
+            options["scheduling_strategy"] = NodeAffinitySchedulingStrategy(
+                resources["node"], soft=True
+            )
+        token = run_reports.issue_token(self.store, run.id)
+        access = RemoteAccess(
+            self.settings.api_url, token, heartbeat_s=self.settings.heartbeat_seconds
+        )
+        ref = self._task.options(**options).remote(run.id, self._node_settings, access)
+        self.tasks[run.id] = RayRun(run.id, ref, now)
+        log.info("run %s submitted to Ray (%s)", run.id, options)
+
+    def _note_placed(self) -> None:
+        for task in self.tasks.values():
+            if not task.placed:
+                try:
+                    task.placed = self.store.get(task.run_id).node is not None
+                except RunNotFound:
+                    task.placed = True
+
+    def _reap(self) -> None:
+        if not self.tasks:
+            return
+        refs = [t.ref for t in self.tasks.values()]
+        ready, _ = self.ray.wait(refs, num_returns=len(refs), timeout=0)
+        done = {id(ref) for ref in ready}
+        for run_id, task in list(self.tasks.items()):
+            if id(task.ref) in done:
+                del self.tasks[run_id]
+                self._end_task(task)
+            elif self._silent(task):
+                del self.tasks[run_id]
+                self.ray.cancel(task.ref, force=True)
+                self._requeue(run_id, "its run process on a Ray node stopped reporting")
+
+    def _silent(self, task: RayRun) -> bool:
+        if not task.placed:
+            return False
+        try:
+            reported = self.store.get(task.run_id).reported_at
+        except RunNotFound:
+            return False
+        limit = max(30.0, 3 * self.settings.heartbeat_timeout)
+        return reported is not None and time.time() - reported > limit
+
+    def _end_task(self, task: RayRun) -> None:
+        from ray import exceptions
+
+        try:
+            outcome = self.ray.get(task.ref)
+        except exceptions.RayTaskError as error:  # the task itself raised
+            self._end_run(task.run_id, ("failed", f"its Ray task failed: {error}"), "")
+            return
+        except exceptions.RayError as error:  # Ray lost it: node, worker or raylet died
+            reason = f"its Ray task was lost ({type(error).__name__})"
+            log.info("run %s: %s: %s", task.run_id, reason, error)
+            try:
+                self._requeue(task.run_id, reason)
+            except Exception as failure:
+                log.warning("run %s: %s", task.run_id, failure)
+            return
+        self._end_run(task.run_id, outcome, "")
+        log.info("run %s ended on Ray: %s", task.run_id, outcome)
+
+    def _shut_down(self) -> None:
+        """Every task is cancelled (its run process dies with it) and its run requeued: it
+        resumes from its newest uploaded checkpoint."""
+        for run_id, task in list(self.tasks.items()):
+            self.ray.cancel(task.ref, force=True)
+            try:
+                self._requeue(run_id, "stopped with the worker")
+            except Exception as error:
+                log.warning("run %s: %s", run_id, error)
+        self.tasks.clear()
+
+
+def _public_resources(resources: dict[str, Any]) -> dict[str, float]:
+    """Resources without Ray's internal per-node markers (``node:...``) and memory noise."""
+    return {
+        k: round(float(v), 3)
+        for k, v in resources.items()
+        if not k.startswith("node:") and k not in ("object_store_memory",)
+    }
