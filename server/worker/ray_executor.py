@@ -138,14 +138,17 @@ class RaySupervisor(Supervisor):
         nodes = []
         for node in self.ray.nodes():
             node_id = node["NodeID"]
+            total = _public_resources(node.get("Resources") or {})
+            available = _public_resources(free.get(node_id, {}))
             nodes.append(
                 {
                     "node_id": node_id,
                     "address": node.get("NodeManagerAddress"),
                     "alive": bool(node.get("Alive")),
                     "head": "node:__internal_head__" in (node.get("Resources") or {}),
-                    "total": _public_resources(node.get("Resources") or {}),
-                    "free": _public_resources(free.get(node_id, {})),
+                    "total": total,
+                    # Ray leaves out what is used up: 0, not absent
+                    "free": {k: available.get(k, 0.0) for k in total},
                 }
             )
         return nodes
