@@ -92,9 +92,10 @@ class Service:
         worker: bool = True,
         env: dict[str, str] | None = None,
         args: Iterable[str] = (),
+        port: int | None = None,
     ):
         self.data_dir = data_dir
-        self.port = free_port()
+        self.port = port or free_port()
         self.url = f"http://127.0.0.1:{self.port}"
         self.worker = worker
         self.extra_env = env or {}

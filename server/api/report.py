@@ -165,7 +165,8 @@ async def put_checkpoint(
     try:
         await run_in_threadpool(artifacts.install_checkpoint, archive, directory, step, limit)
     except artifacts.BadArchive as error:
-        raise HTTPException(422, str(error)) from None
+        status = 413 if isinstance(error, artifacts.ArchiveTooLarge) else 422
+        raise HTTPException(status, str(error)) from None
     finally:
         archive.unlink(missing_ok=True)
     return {"step": step}

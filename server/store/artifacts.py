@@ -127,6 +127,10 @@ class BadArchive(ValueError):
     or that unpacks past its size limit."""
 
 
+class ArchiveTooLarge(BadArchive):
+    """A checkpoint archive that unpacks past its size limit."""
+
+
 def install_checkpoint(archive: Path, run_dir: Path, step: int, limit: int) -> Checkpoint:
     """Unpacks a ``checkpoint_archive`` of ``step`` into ``run_dir``'s checkpoints: into a
     hidden folder first (plain files and folders only, nothing outside ``step_X/``, at most
@@ -139,7 +143,7 @@ def install_checkpoint(archive: Path, run_dir: Path, step: int, limit: int) -> C
         with tarfile.open(archive, mode="r:gz") as tar:
             members = tar.getmembers()
             if sum(m.size for m in members) > limit:
-                raise BadArchive(f"the checkpoint unpacks past {limit} bytes")
+                raise ArchiveTooLarge(f"the checkpoint unpacks past {limit} bytes")
             for member in members:
                 if member.name.split("/", 1)[0] != name or not (member.isfile() or member.isdir()):
                     raise BadArchive(f"unexpected archive member {member.name!r}")
