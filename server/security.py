@@ -26,7 +26,9 @@ COOKIE = "nnx_ppo_token"
 PUBLIC_PATHS = frozenset({"/api/health"})
 REPORT_PATH = re.compile(r"/api/runs/[0-9a-f]{12}/report/[A-Za-z0-9_./-]+")
 """The routes a run token opens (and no other); the admin token does not open them."""
-UPLOAD_PATH = re.compile(r"/api/runs/[0-9a-f]{12}/report/(checkpoints|videos)/[A-Za-z0-9_.]+")
+UPLOAD_PATH = re.compile(
+    r"/api/runs/[0-9a-f]{12}/report/(checkpoints/[0-9]+|videos/[A-Za-z0-9_.]+|log)"
+)
 
 
 def host_name(host_header: str) -> str:

@@ -108,9 +108,9 @@ class Service:
 
     # -- process ------------------------------------------------------------------------
 
-    def start(self, timeout: float = 90) -> Service:
-        env = {
-            **os.environ,
+    def environment(self) -> dict[str, str]:
+        """The ``NNX_PPO_*`` settings of its processes (besides the data directory)."""
+        return {
             "NNX_PPO_API_TOKEN": TOKEN,
             "NNX_PPO_JAX_CACHE": JAX_CACHE,
             "NNX_PPO_LIST_PLAYGROUND_ENVS": "false",
@@ -118,6 +118,9 @@ class Service:
             "JAX_PLATFORMS": "cpu",
             **self.extra_env,
         }
+
+    def start(self, timeout: float = 90) -> Service:
+        env = {**os.environ, **self.environment()}
         command = [
             sys.executable,
             "-m",

@@ -14,6 +14,7 @@ from __future__ import annotations
 import hashlib
 import os
 import re
+import shutil
 import tempfile
 from pathlib import Path
 from typing import Annotated, Any
@@ -186,3 +187,26 @@ async def put_video(
     upload = await _receive(request, videos, x_content_sha256, services.settings.max_upload_bytes)
     os.replace(upload, videos / filename)
     return {"filename": filename}
+
+
+@router.put("/log", status_code=201)
+async def put_log(
+    run: ReportingRun,
+    request: Request,
+    services: ServicesDep,
+    x_content_sha256: Annotated[str, Header(pattern=r"^[0-9a-fA-F]{64}$")],
+) -> dict[str, Any]:
+    """The run process's output file from its node, appended to the run's log (which so
+    holds every attempt's, as the local executor's does)."""
+    logs = artifacts.logs_dir(services.settings.run_dir(run.id))
+    upload = await _receive(request, logs, x_content_sha256, services.settings.max_upload_bytes)
+    try:
+        await run_in_threadpool(_append_file, upload, logs / artifacts.LOG_FILE)
+    finally:
+        upload.unlink(missing_ok=True)
+    return {"appended": True}
+
+
+def _append_file(source: Path, target: Path) -> None:
+    with open(source, "rb") as src, open(target, "ab") as out:
+        shutil.copyfileobj(src, out)

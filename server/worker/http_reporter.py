@@ -120,6 +120,12 @@ class HttpReporter(QueuedReporter):
 
     # -- reports ------------------------------------------------------------------------
 
+    def upload_log(self, path: Path) -> None:
+        """The run process's output file, appended to the run's log on the API's side
+        (once, at the end: a retry after an unanswered request may append it twice)."""
+        if path.is_file():
+            self._upload("/log", path)
+
     def video(self, step: int, path: Path, episode_reward: float, episode_length: int) -> None:
         self._put("upload_video", (step, path, episode_reward, episode_length))
 

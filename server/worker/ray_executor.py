@@ -93,9 +93,25 @@ def execute_on_node(run_id: str, settings_json: str, remote: RemoteAccess) -> Ou
             process.join(5)
             break
     process.join()
+    _upload_log(remote, run_id, settings.run_dir(run_id))
     if outcome is not None:
         return outcome
     return ("failed", f"the run process on node {node} exited with code {process.exitcode}")
+
+
+def _upload_log(remote: RemoteAccess, run_id: str, run_dir: Path) -> None:
+    """The run process's output file, for ``GET /api/runs/{id}/logs`` (its lines were
+    streamed as they came; this is the whole file, C libraries' output included)."""
+    from server.store import artifacts
+    from server.worker.http_reporter import HttpReporter
+
+    reporter = HttpReporter(remote.api_url, run_id, remote.token, retry_for_s=30)
+    try:
+        reporter.upload_log(artifacts.logs_dir(run_dir) / artifacts.LOG_FILE)
+    except Exception as error:  # the outcome matters more than the log
+        log.warning("run %s: its log was not uploaded: %s", run_id, error)
+    finally:
+        reporter.close()
 
 
 class RaySupervisor(Supervisor):

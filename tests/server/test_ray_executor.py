@@ -16,108 +16,55 @@ import sys
 import tarfile
 import time
 from collections.abc import Iterator
-from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
-import psutil
 import pytest
 
 pytest.importorskip("ray")
 
-from tests.service_harness import (
-    JAX_CACHE,
-    ROOT,
-    Service,
-    cartpole_video_spec,
-    free_port,
-    tiny_ppo_spec,
-)
-
-RAY = str(Path(sys.executable).parent / "ray")
-NODE_ENV = {
-    # Node loss is noticed within about two seconds instead of fifteen.
-    "RAY_health_check_period_ms": "500",
-    "RAY_health_check_timeout_ms": "500",
-    "RAY_health_check_failure_threshold": "4",
-    "JAX_PLATFORMS": "cpu",
-    "NNX_PPO_JAX_CACHE": JAX_CACHE,
-    "PYTHONPATH": str(ROOT),
-}
-
-
-@dataclass
-class Node:
-    temp_dir: Path
-    data_dir: Path
-    group: int
-    """The process group of its ``ray start`` (its daemons stay in it)."""
-
-    def raylet(self) -> psutil.Process:
-        for process in psutil.process_iter(["cmdline"]):
-            cmdline = process.info["cmdline"] or []
-            if (
-                cmdline
-                and cmdline[0].endswith("raylet/raylet")
-                and any(str(self.temp_dir) in arg for arg in cmdline)
-            ):
-                return process
-        raise LookupError(f"no raylet with temp dir {self.temp_dir}")
-
-
-def start_node(base: Path, name: str, args: list[str]) -> Node:
-    node = Node(base / f"{name}-tmp", base / f"{name}-data", 0)
-    node.temp_dir.mkdir()
-    env = {**os.environ, **NODE_ENV, "NNX_PPO_NODE_DIR": str(node.data_dir)}
-    command = [
-        RAY,
-        "start",
-        "--num-cpus=1",
-        "--object-store-memory=100000000",
-        f"--temp-dir={node.temp_dir}",
-        "--disable-usage-stats",
-        *args,
-    ]
-    with open(base / f"{name}.log", "ab") as out:
-        process = subprocess.Popen(
-            command, env=env, stdout=out, stderr=subprocess.STDOUT, start_new_session=True
-        )
-    node.group = process.pid
-    if process.wait(120) != 0:
-        raise RuntimeError((base / f"{name}.log").read_text()[-3000:])
-    return node
-
-
-def stop_node(node: Node) -> None:
-    with contextlib.suppress(ProcessLookupError):
-        os.killpg(node.group, signal.SIGKILL)
+from tests.ray_cluster import Node, two_node_cluster
+from tests.service_harness import JAX_CACHE, ROOT, Service, cartpole_video_spec, tiny_ppo_spec
 
 
 @pytest.fixture(scope="module")
 def cluster(tmp_path_factory: pytest.TempPathFactory) -> Iterator[tuple[str, Node, Node]]:
-    base = tmp_path_factory.mktemp("ray")
-    port = free_port()
-    nodes: list[Node] = []
-    try:
-        nodes.append(
-            start_node(base, "head", ["--head", f"--port={port}", "--include-dashboard=false"])
-        )
-        nodes.append(start_node(base, "second", [f"--address=127.0.0.1:{port}"]))
-        yield f"127.0.0.1:{port}", nodes[0], nodes[1]
-    finally:
-        for node in nodes:
-            stop_node(node)
+    with two_node_cluster(tmp_path_factory.mktemp("ray"), JAX_CACHE) as cluster:
+        yield cluster
 
 
 @pytest.fixture(scope="module")
 def service(
     cluster: tuple[str, Node, Node], tmp_path_factory: pytest.TempPathFactory
 ) -> Iterator[Service]:
+    """The API alone, and the supervisor (the Ray driver) as its own ``nnx-ppo worker``
+    process against the same database, so that the API can restart under running tasks."""
     address, _, _ = cluster
     env = {"NNX_PPO_EXECUTOR": "ray", "NNX_PPO_RAY_ADDRESS": address}
-    svc = Service(tmp_path_factory.mktemp("ray-service") / "data", env=env).start(timeout=120)
-    yield svc
-    svc.close()
+    svc = Service(tmp_path_factory.mktemp("ray-service") / "data", worker=False, env=env)
+    svc.start(timeout=120)
+    worker_env = {
+        **os.environ,
+        **svc.environment(),
+        "NNX_PPO_PUBLIC_URL": svc.url,
+    }
+    command = [sys.executable, "-m", "server.cli", "worker", "--data-dir", str(svc.data_dir)]
+    with open(svc.output.with_suffix(".worker.log"), "ab") as out:
+        worker = subprocess.Popen(
+            command,
+            cwd=ROOT,
+            env=worker_env,
+            stdout=out,
+            stderr=subprocess.STDOUT,
+            start_new_session=True,
+        )
+    try:
+        yield svc
+    finally:
+        with contextlib.suppress(ProcessLookupError):
+            os.killpg(worker.pid, signal.SIGKILL)
+        worker.wait(10)
+        svc.close()
 
 
 def node_ids(service: Service, timeout: float = 60) -> tuple[str, str]:
@@ -176,6 +123,8 @@ def test_remote_run_streams_and_its_artifacts_download(
     assert (service.data_dir / "runs" / run["id"] / "checkpoints" / "step_0000003200").is_dir()
     logs = [e["line"] for e in events if e["type"] == "log"]
     assert any(line.startswith("finished in") for line in logs), logs
+    # The run process's whole output file, uploaded from its node at the end.
+    assert "finished in" in service.client.get(f"/api/runs/{run['id']}/logs").text
 
 
 def test_cancel_of_a_remote_run(service: Service) -> None:
@@ -187,6 +136,26 @@ def test_cancel_of_a_remote_run(service: Service) -> None:
     ended = service.wait_for(run["id"], ["cancelled"], timeout=30)
     assert time.monotonic() - asked < 10, "a remote run stops within seconds of its cancel"
     assert ended["node"].startswith(second)
+
+
+def test_the_api_restarts_under_a_remote_run_which_goes_on(service: Service) -> None:
+    _head, second = node_ids(service)
+    total = 160_000
+    run = service.submit(on_node(tiny_ppo_spec(total_steps=total), second))
+    service.wait_for(run["id"], ["running"], predicate=lambda r: r["steps"] > 0, timeout=180)
+    service.kill()  # the API alone: the worker and the Ray task go on
+    time.sleep(3)
+    restarted = Service(
+        service.data_dir, worker=False, env=service.extra_env, port=service.port
+    ).start()
+    service.process = restarted.process  # the module's fixture stops it
+    restarted.client.close()
+    done = service.wait_for(run["id"], timeout=240)
+    assert done["status"] == "succeeded" and done["attempts"] == 1, done["error"]
+    events = service.events(run["id"], timeout=30)
+    assert_gapless(events)
+    steps = [e["step"] for e in events if e["type"] == "metrics"]
+    assert steps == sorted(set(steps)) and len(steps) == total // 160, "nothing lost or doubled"
 
 
 def test_node_loss_requeues_and_resumes_on_the_head(
