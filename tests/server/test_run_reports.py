@@ -20,7 +20,7 @@ from server.store import artifacts, run_reports
 from server.store.db import make_engine, make_sessionmaker
 from server.store.run_store import RunStore
 from server.worker.http_reporter import HttpReporter
-from server.worker.reporter import ReportFailed
+from server.worker.reporter import Reporter, ReportFailed, RunReporter
 from tests.service_harness import Service, tiny_ppo_spec
 
 UPLOAD_LIMIT = 300_000
@@ -208,5 +208,61 @@ def test_http_reporter_outlives_an_api_restart(
         with pytest.raises(ReportFailed, match="refused the run token"):
             reporter.flush()
         assert reporter.cancel_requested()  # and the run process stops
+    finally:
+        reporter.close()
+
+
+@pytest.mark.parametrize("where", ["local", "remote"])
+def test_both_reporters_store_the_same_reports(
+    where: str, service: Service, store: RunStore, tmp_path: Path
+) -> None:
+    """One contract for ``RunReporter`` (the local executor's direct path) and
+    ``HttpReporter`` (a node without the API's disk): the same reports, the same stored
+    events, the same files downloadable from the API, the same answers."""
+    run, token = running_run(store)
+    reporter: Reporter
+    if where == "local":
+        run_dir = service.data_dir / "runs" / run  # the run process writes beside the API
+        reporter = RunReporter(store, None, run)
+    else:
+        run_dir = tmp_path / "node" / run  # the node's own scratch directory
+        reporter = HttpReporter(service.url, run, token, heartbeat_s=0.2)
+    checkpoint = run_dir / "checkpoints" / "step_0000000160"
+    checkpoint.mkdir(parents=True)
+    (checkpoint / "state.bin").write_bytes(b"weights-160")
+    video = run_dir / "videos" / "step_0000000160.mp4"
+    video.parent.mkdir(parents=True)
+    video.write_bytes(b"\0\0\0\x18ftypmp42-not-really")
+    try:
+        assert reporter.run_spec(run)["env"] == {"name": "PointReach"}
+        reporter.metrics(160, {"losses/actor": 1.0})
+        reporter.log("a line")
+        found = artifacts.find_checkpoint(run_dir, 160)
+        assert found is not None
+        reporter.checkpoint(found)
+        reporter.video(160, video, 1.5, 10)
+        reporter.metrics(320, {"losses/actor": float("nan")})
+        reporter.flush()
+        events = store.events_after(run, 0)
+        kinds = [(e["type"], e.get("step") or e.get("line")) for e in events[2:]]
+        expected = [("metrics", 160), ("log", "a line"), ("checkpoint", None), ("video", None)]
+        assert kinds == [*expected, ("metrics", 320)]  # after the queued and running statuses
+        assert events[-1]["values"] == {"losses/actor": "NaN"}
+        stored = next(e for e in events if e["type"] == "checkpoint")["checkpoint"]
+        archive = service.client.get(stored["url"])
+        with tarfile.open(fileobj=io.BytesIO(archive.content)) as tar:
+            member = tar.extractfile("step_0000000160/state.bin")
+            assert member is not None and member.read() == b"weights-160"
+        listed = service.client.get(f"/api/runs/{run}/videos").json()["items"]
+        assert [v["step"] for v in listed] == [160]
+        assert service.client.get(listed[0]["url"]).content == video.read_bytes()
+        got = reporter.checkpoint_input(run, None, run_dir)
+        assert got is not None and got.step == 160
+        assert not reporter.cancel_requested()
+        assert service.client.post(f"/api/runs/{run}/cancel").status_code == 202
+        deadline = time.monotonic() + 5
+        while not reporter.cancel_requested() and time.monotonic() < deadline:
+            time.sleep(0.05)
+        assert reporter.cancel_requested()
     finally:
         reporter.close()
