@@ -25,10 +25,14 @@ libraries do the same work per update:
   deterministic policy, as Brax) each time training passes a multiple of ``every_steps`` and
   at the end, but not at step 0.
 * ``batch_size``: our minibatches split the env axis of one rollout, so an update always uses
-  exactly one rollout of ``n_envs x rollout_length`` steps. Brax's ``batch_size *
-  n_minibatches`` must therefore equal ``n_envs`` (one rollout per Brax update too), or the
-  settings are rejected. ``reward_scaling`` -> ``PPOConfig.reward_scaling`` (both libraries
-  multiply rewards inside the loss only). ``num_resets_per_eval`` must be 0 (we never reset
+  exactly one rollout of ``n_envs x rollout_length`` steps. Brax's update takes ``k =
+  batch_size * n_minibatches / n_envs`` consecutive rollouts of ``rollout_length`` from
+  every env; ours then takes one rollout of ``k * rollout_length`` steps (the mapping of
+  ``nnx_ppo.presets.playground``): the same env steps per update and per minibatch
+  (``batch_size`` trajectories of ``rollout_length`` there, ``n_envs / n_minibatches`` envs
+  of ``k * rollout_length`` here), the same Adam steps.
+* ``reward_scaling`` -> ``PPOConfig.reward_scaling`` (both libraries multiply rewards inside
+  the loss only). ``num_resets_per_eval`` must be 0 (we never reset
   all envs): other values are rejected rather than silently ignored, so "equal settings"
   stay equal.
 
@@ -178,10 +182,10 @@ def nnx_settings(settings: Mapping[str, Any]) -> BraxPPOSettings:
     """
     brax_keys = {k: v for k, v in settings.items() if k not in NNX_ONLY_KEYS}
     cfg = BraxPPOSettings.from_mapping(brax_keys)
-    if cfg.resolved_batch_size * cfg.n_minibatches != cfg.n_envs:
+    if cfg.n_envs % cfg.n_minibatches:
         raise ValueError(
-            f"batch_size ({cfg.batch_size}) * n_minibatches ({cfg.n_minibatches}) must equal "
-            f"n_envs ({cfg.n_envs}): nnx-ppo's minibatches split one rollout's env axis"
+            f"n_envs ({cfg.n_envs}) must be divisible by n_minibatches ({cfg.n_minibatches}): "
+            "nnx-ppo's minibatches split one rollout's env axis"
         )
     if cfg.num_resets_per_eval != 0:
         raise ValueError(
@@ -200,9 +204,10 @@ def train_config(
     zero at ``total_steps``; ``devices`` (nnx-ppo only) trains data-parallel on that many
     local devices.
     """
+    rollouts_per_update = cfg.resolved_batch_size * cfg.n_minibatches // cfg.n_envs
     ppo = C.PPOConfig(
         n_envs=cfg.n_envs,
-        rollout_length=cfg.rollout_length,
+        rollout_length=cfg.rollout_length * rollouts_per_update,
         n_minibatches=cfg.n_minibatches,
         n_epochs=cfg.n_epochs,
         total_steps=cfg.total_steps,
@@ -255,7 +260,7 @@ def run_nnx_ppo(settings: Mapping[str, Any]) -> dict[str, Any]:
           after the first (which compiles), of the host time around the evaluation.
         * ``total_seconds``: wall time from ``t0`` to the end of ``train_ppo``.
         * ``total_steps``: env steps trained (whole iterations, so up to one over).
-        * ``steps_per_update``: ``n_envs * rollout_length``; ``call_sps``: per jitted call.
+        * ``steps_per_update``: as Brax's; ``call_sps``: per jitted call.
         * ``peak_rss_mb``, ``compilation_cache_new_entries``: as ``run_brax_ppo``.
         * ``curve``: ``[{"step", "wall_seconds", "eval_reward", "train_seconds"}]``, one per
           evaluation (none at step 0); ``wall_seconds`` counts from ``t0``, including
@@ -311,7 +316,7 @@ def _result(
         "eval_seconds": eval_seconds,
         "total_seconds": total_seconds,
         "total_steps": int(total_steps),
-        "steps_per_update": cfg.n_envs * cfg.rollout_length,
+        "steps_per_update": cfg.steps_per_update,
         "call_sps": timing["call_sps"],
         "peak_rss_mb": peak_rss_mb(),
         "curve": curve,
