@@ -553,6 +553,34 @@ class RunStore:
                 ).all()
             )
 
+    def orphans(self, timeout: float, own_worker: str) -> list[RunRow]:
+        """Runs left ``running`` by a dead worker (see ``recover_orphans``), not changed."""
+        now, host = time.time(), socket.gethostname()
+        with self.sessions() as session:
+            workers = {w.id: w for w in session.scalars(select(WorkerRow)).all()}
+            running = session.scalars(
+                select(RunRow).where(RunRow.status == RunStatus.RUNNING.value)
+            ).all()
+            return [
+                run
+                for run in running
+                if run.worker_id != own_worker
+                and (
+                    (worker := workers.get(run.worker_id or "")) is None
+                    or worker_dead(worker, now, timeout, host)
+                )
+            ]
+
+    def adopt(self, run_id: str, worker_id: str, old_worker: str | None) -> bool:
+        """Moves a running run of ``old_worker`` to ``worker_id`` (a worker that took over
+        its process); False if it is no longer that worker's running run."""
+        with transaction(self.sessions) as session:
+            run = self._get(session, run_id)
+            if run.status != RunStatus.RUNNING.value or run.worker_id != old_worker:
+                return False
+            run.worker_id = worker_id
+            return True
+
     def recover_orphans(self, timeout: float, own_worker: str | None = None) -> list[str]:
         """Runs left ``running`` by a worker that is dead (stopped, silent for ``timeout``
         seconds, or a process of this host that no longer exists) become ``interrupted``,
@@ -572,14 +600,14 @@ class RunStore:
                 if run.worker_id == own_worker and own_worker is not None:
                     continue
                 worker = workers.get(run.worker_id or "")
-                if worker is not None and not _worker_dead(worker, now, timeout, host):
+                if worker is not None and not worker_dead(worker, now, timeout, host):
                     continue
                 self._transition(session, run, "interrupt", "its worker stopped")
                 # It keeps its place in the queue (queued_at): ahead of runs submitted since.
                 self._transition(session, run, "requeue", None, worker_id=None)
                 recovered.append(run.id)
             for worker in workers.values():
-                if not worker.stopped and _worker_dead(worker, now, timeout, host):
+                if not worker.stopped and worker_dead(worker, now, timeout, host):
                     worker.stopped = True
         return recovered
 
@@ -685,7 +713,7 @@ def _dialect(session: Session) -> str:
     return session.get_bind().dialect.name
 
 
-def _worker_dead(worker: WorkerRow, now: float, timeout: float, host: str) -> bool:
+def worker_dead(worker: WorkerRow, now: float, timeout: float, host: str) -> bool:
     if worker.stopped or now - worker.heartbeat_at > timeout:
         return True
     if worker.hostname == host:

@@ -1,17 +1,20 @@
-"""The Ray executor: each claimed run becomes a Ray task that asks for the run's resources
+"""The Ray executor: each claimed run becomes a Ray actor that asks for the run's resources
 (``resources.gpus``/``cpus``; default one GPU where the cluster has GPUs, else one CPU), and
-Ray places it. On its node the task starts the same run process as the local worker does
+Ray places it. On its node the actor starts the same run process as the local worker does
 (``run_process.main``), with a scratch data directory of that node and an ``HttpReporter``:
 no disk or database is shared with the API; the run token issued at the claim is all it
 holds. ``pip install nnx-ppo[ray]``.
 
 The supervisor (``RaySupervisor``, the Ray driver) still decides which run starts; the
-task's end decides the run's transition: the run process's outcome as with the local
-executor, ``failed`` when the task raised, and ``interrupted`` then ``queued`` when Ray
-lost it (its node or worker died) or its process went silent. A requeued run is claimed
-again and resumes, wherever Ray places it, from its newest checkpoint, which the run
-process downloads from the API. ``resources.node`` prefers a node (soft affinity: another
-node when that one is gone).
+actor's end decides the run's transition: the run process's outcome as with the local
+executor, ``failed`` when the actor's call raised, and ``interrupted`` then ``queued`` when
+Ray lost it (its node or worker died) or its process went silent. The actors are detached
+(named ``nnx-ppo-run-{id}-{attempt}``): a supervisor that stops or dies leaves its runs
+going, and the next supervisor adopts the runs of a dead worker whose actors are alive (the
+run processes retry their reports while the API is away) and requeues the others. A
+requeued run is claimed again and resumes, wherever Ray places it, from its newest
+checkpoint, which the run process downloads from the API. ``resources.node`` prefers a node
+(soft affinity: another node when that one is gone).
 
 Environment of a node (set on ``ray start``): ``NNX_PPO_NODE_DIR``, the node's scratch
 directory (default ``$TMPDIR/nnx-ppo-node``), and ``NNX_PPO_JAX_CACHE``, its compilation
@@ -45,6 +48,7 @@ Outcome = tuple[str, str | None]
 PLACING_S = 60.0
 """A task that has not reported from a node this long after submission no longer holds
 back the next claim (Ray may be waiting for resources)."""
+NAMESPACE = "nnx-ppo"
 NODE_SECRETS = ("api_token", "database_url")
 """Settings that never travel to a node."""
 
@@ -56,6 +60,8 @@ class RayRun:
     """The task's ``ray.ObjectRef``."""
     submitted: float
     placed: bool = False
+    actor: Any = None
+    """The run's ``RunActor`` handle."""
 
 
 def execute_on_node(run_id: str, settings_json: str, remote: RemoteAccess) -> Outcome:
@@ -114,6 +120,28 @@ def _upload_log(remote: RemoteAccess, run_id: str, run_dir: Path) -> None:
         reporter.close()
 
 
+class RunActor:
+    """A run's process on its node, as a detached actor: ``execute`` runs it and keeps its
+    outcome; ``outcome`` (queued behind ``execute``: an actor takes one call at a time)
+    returns it to whichever supervisor asks, the one that started it or one that adopted
+    it."""
+
+    def __init__(self, run_id: str, settings_json: str, remote: RemoteAccess):
+        self.args = (run_id, settings_json, remote)
+        self.result: Outcome | None = None
+
+    def execute(self) -> Outcome:
+        self.result = execute_on_node(*self.args)
+        return self.result
+
+    def outcome(self) -> Outcome | None:
+        return self.result
+
+
+def actor_name(run_id: str, attempt: int) -> str:
+    return f"nnx-ppo-run-{run_id}-{attempt}"
+
+
 class RaySupervisor(Supervisor):
     """``Supervisor`` with its run processes placed by Ray (see the module doc)."""
 
@@ -123,14 +151,14 @@ class RaySupervisor(Supervisor):
 
         self.ray: Any = ray
         self.tasks: dict[str, RayRun] = {}
-        self._task = ray.remote(max_retries=0)(execute_on_node)
+        self._actor = ray.remote(max_restarts=0, max_task_retries=0)(RunActor)
         node_settings = settings.model_dump_json(exclude=set(NODE_SECRETS))
         self._node_settings = node_settings
 
     def run(self) -> None:
         self.ray.init(
             address=self.settings.ray_address,
-            namespace="nnx-ppo",
+            namespace=NAMESPACE,
             log_to_driver=False,
             configure_logging=False,
         )
@@ -213,7 +241,9 @@ class RaySupervisor(Supervisor):
         options: dict[str, Any] = {
             "num_cpus": resources.get("cpus") or 1,
             "num_gpus": resources.get("gpus") or (1 if gpus else 0),
-            "name": f"nnx-ppo-run-{run.id}",
+            "name": actor_name(run.id, run.attempts),
+            "namespace": NAMESPACE,
+            "lifetime": "detached",
         }
         if resources.get("node"):
             from ray.util.scheduling_strategies import NodeAffinitySchedulingStrategy
@@ -225,8 +255,8 @@ class RaySupervisor(Supervisor):
         access = RemoteAccess(
             self.settings.api_url, token, heartbeat_s=self.settings.heartbeat_seconds
         )
-        ref = self._task.options(**options).remote(run.id, self._node_settings, access)
-        self.tasks[run.id] = RayRun(run.id, ref, now)
+        actor: Any = self._actor.options(**options).remote(run.id, self._node_settings, access)
+        self.tasks[run.id] = RayRun(run.id, actor.execute.remote(), now, actor=actor)
         log.info("run %s submitted to Ray (%s)", run.id, options)
 
     def _note_placed(self) -> None:
@@ -249,8 +279,28 @@ class RaySupervisor(Supervisor):
                 self._end_task(task)
             elif self._silent(task):
                 del self.tasks[run_id]
-                self.ray.cancel(task.ref, force=True)
+                self._kill(task)
                 self._requeue(run_id, "its run process on a Ray node stopped reporting")
+
+    def _kill(self, task: RayRun) -> None:
+        """Ends the run's actor (and so its run process), which frees its resources."""
+        try:
+            self.ray.kill(task.actor, no_restart=True)
+        except Exception as error:  # already gone with its node
+            log.debug("run %s: kill: %s", task.run_id, error)
+
+    def _recover(self) -> list[str]:
+        """Adopts the runs of dead workers whose actors are alive, then requeues the rest."""
+        for run in self.store.orphans(self.settings.heartbeat_timeout, self.worker_id):
+            try:
+                actor = self.ray.get_actor(actor_name(run.id, run.attempts), namespace=NAMESPACE)
+            except ValueError:  # no such actor: it died with its node, or never was
+                continue
+            if self.store.adopt(run.id, self.worker_id, run.worker_id):
+                ref = actor.outcome.remote()
+                self.tasks[run.id] = RayRun(run.id, ref, time.monotonic(), True, actor)
+                log.info("run %s: adopted its Ray actor from worker %s", run.id, run.worker_id)
+        return super()._recover()
 
     def _silent(self, task: RayRun) -> bool:
         if not task.placed:
@@ -267,10 +317,13 @@ class RaySupervisor(Supervisor):
 
         try:
             outcome = self.ray.get(task.ref)
+            self._kill(task)  # detached: it would hold its resources until killed
         except exceptions.RayTaskError as error:  # the task itself raised
+            self._kill(task)
             self._end_run(task.run_id, ("failed", f"its Ray task failed: {error}"), "")
             return
         except exceptions.RayError as error:  # Ray lost it: node, worker or raylet died
+            self._kill(task)
             reason = f"its Ray task was lost ({type(error).__name__})"
             log.info("run %s: %s: %s", task.run_id, reason, error)
             try:
@@ -282,10 +335,15 @@ class RaySupervisor(Supervisor):
         log.info("run %s ended on Ray: %s", task.run_id, outcome)
 
     def _shut_down(self) -> None:
-        """Every task is cancelled (its run process dies with it) and its run requeued: it
-        resumes from its newest uploaded checkpoint."""
+        """Warm (one signal): the actors go on, for the next supervisor to adopt (their run
+        processes report to the API meanwhile). Cold (a second signal): they are killed and
+        their runs requeued (they resume from their newest uploaded checkpoint)."""
+        if self.stopping < 2:
+            log.info("leaving %d run(s) on Ray for the next supervisor", len(self.tasks))
+            self.tasks.clear()
+            return
         for run_id, task in list(self.tasks.items()):
-            self.ray.cancel(task.ref, force=True)
+            self._kill(task)
             try:
                 self._requeue(run_id, "stopped with the worker")
             except Exception as error:

@@ -107,7 +107,7 @@ class Supervisor:
             target=self._heartbeat, args=(beat,), daemon=True, name="heartbeat"
         ).start()
         threading.Thread(target=self._probe_devices, daemon=True, name="probe").start()
-        recovered = self.store.recover_orphans(self.settings.heartbeat_timeout, self.worker_id)
+        recovered = self._recover()
         if recovered:
             log.info("requeued runs of dead workers: %s", recovered)
         last_recover = time.monotonic()
@@ -116,7 +116,7 @@ class Supervisor:
                 self._reap()
                 self._start_claimed()
                 if time.monotonic() - last_recover > RECOVER_EVERY_S:
-                    self.store.recover_orphans(self.settings.heartbeat_timeout, self.worker_id)
+                    self._recover()
                     last_recover = time.monotonic()
                 time.sleep(TICK_S)
             self._shut_down()
@@ -124,6 +124,10 @@ class Supervisor:
             beat.set()
             self.store.stop_worker(self.worker_id)
             self.engine.dispose()
+
+    def _recover(self) -> list[str]:
+        """Requeues the runs of dead workers (their run processes died with them)."""
+        return self.store.recover_orphans(self.settings.heartbeat_timeout, self.worker_id)
 
     def _heartbeat(self, done: threading.Event) -> None:
         while not done.wait(self.settings.heartbeat_seconds):

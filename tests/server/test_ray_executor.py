@@ -8,11 +8,7 @@ the last test kills the second node's raylet.
 
 from __future__ import annotations
 
-import contextlib
-import os
 import signal
-import subprocess
-import sys
 import tarfile
 import time
 from collections.abc import Iterator
@@ -24,7 +20,7 @@ import pytest
 pytest.importorskip("ray")
 
 from tests.ray_cluster import Node, two_node_cluster
-from tests.service_harness import JAX_CACHE, ROOT, Service, cartpole_video_spec, tiny_ppo_spec
+from tests.service_harness import JAX_CACHE, Service, cartpole_video_spec, tiny_ppo_spec
 
 
 @pytest.fixture(scope="module")
@@ -37,34 +33,12 @@ def cluster(tmp_path_factory: pytest.TempPathFactory) -> Iterator[tuple[str, Nod
 def service(
     cluster: tuple[str, Node, Node], tmp_path_factory: pytest.TempPathFactory
 ) -> Iterator[Service]:
-    """The API alone, and the supervisor (the Ray driver) as its own ``nnx-ppo worker``
-    process against the same database, so that the API can restart under running tasks."""
+    """``nnx-ppo serve`` with the Ray executor: the API and its supervisor (the driver)."""
     address, _, _ = cluster
     env = {"NNX_PPO_EXECUTOR": "ray", "NNX_PPO_RAY_ADDRESS": address}
-    svc = Service(tmp_path_factory.mktemp("ray-service") / "data", worker=False, env=env)
-    svc.start(timeout=120)
-    worker_env = {
-        **os.environ,
-        **svc.environment(),
-        "NNX_PPO_PUBLIC_URL": svc.url,
-    }
-    command = [sys.executable, "-m", "server.cli", "worker", "--data-dir", str(svc.data_dir)]
-    with open(svc.output.with_suffix(".worker.log"), "ab") as out:
-        worker = subprocess.Popen(
-            command,
-            cwd=ROOT,
-            env=worker_env,
-            stdout=out,
-            stderr=subprocess.STDOUT,
-            start_new_session=True,
-        )
-    try:
-        yield svc
-    finally:
-        with contextlib.suppress(ProcessLookupError):
-            os.killpg(worker.pid, signal.SIGKILL)
-        worker.wait(10)
-        svc.close()
+    svc = Service(tmp_path_factory.mktemp("ray-service") / "data", env=env).start(timeout=120)
+    yield svc
+    svc.close()
 
 
 def node_ids(service: Service, timeout: float = 60) -> tuple[str, str]:
@@ -143,15 +117,14 @@ def test_the_api_restarts_under_a_remote_run_which_goes_on(service: Service) -> 
     total = 160_000
     run = service.submit(on_node(tiny_ppo_spec(total_steps=total), second))
     service.wait_for(run["id"], ["running"], predicate=lambda r: r["steps"] > 0, timeout=180)
-    service.kill()  # the API alone: the worker and the Ray task go on
+    service.kill()  # SIGKILL of the API and its supervisor: the detached actor goes on
     time.sleep(3)
-    restarted = Service(
-        service.data_dir, worker=False, env=service.extra_env, port=service.port
-    ).start()
+    restarted = Service(service.data_dir, env=service.extra_env, port=service.port).start()
     service.process = restarted.process  # the module's fixture stops it
     restarted.client.close()
     done = service.wait_for(run["id"], timeout=240)
-    assert done["status"] == "succeeded" and done["attempts"] == 1, done["error"]
+    assert done["status"] == "succeeded", (done["error"], service.log())
+    assert done["attempts"] == 1, "adopted by the new supervisor, not requeued"
     events = service.events(run["id"], timeout=30)
     assert_gapless(events)
     steps = [e["step"] for e in events if e["type"] == "metrics"]
