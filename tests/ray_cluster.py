@@ -8,9 +8,11 @@ from __future__ import annotations
 
 import contextlib
 import os
+import shutil
 import signal
 import subprocess
 import sys
+import tempfile
 from collections.abc import Iterator
 from dataclasses import dataclass
 from pathlib import Path
@@ -50,8 +52,11 @@ class Node:
 
 
 def start_node(base: Path, name: str, args: list[str], env: dict[str, str]) -> Node:
-    node = Node(base / f"{name}-tmp", base / f"{name}-data", 0)
-    node.temp_dir.mkdir(parents=True)
+    # Ray puts its sockets under the temp dir, and a socket's path may not exceed 107 bytes:
+    # pytest's temp dirs (``/tmp/pytest-of-root/pytest-19/popen-gw1/...``) are too deep, so
+    # the temp dir is a short one of its own, removed with the node.
+    temp_dir = Path(tempfile.mkdtemp(prefix=f"nnxray-{name}-", dir="/tmp"))
+    node = Node(temp_dir, base / f"{name}-data", 0)
     env = {**os.environ, **NODE_ENV, **env, "NNX_PPO_NODE_DIR": str(node.data_dir)}
     command = [
         RAY,
@@ -75,6 +80,7 @@ def start_node(base: Path, name: str, args: list[str], env: dict[str, str]) -> N
 def stop_node(node: Node) -> None:
     with contextlib.suppress(ProcessLookupError):
         os.killpg(node.group, signal.SIGKILL)
+    shutil.rmtree(node.temp_dir, ignore_errors=True)
 
 
 @contextlib.contextmanager
