@@ -91,6 +91,7 @@ class TrialPublic(BaseModel):
 class SweepPublic(BaseModel):
     id: str
     name: str
+    env: str = Field(description="The base spec's env.")
     status: str = Field(description="running, cancelling, finished, cancelled or failed.")
     method: str
     objective: dict[str, str]
@@ -150,6 +151,7 @@ def sweep_public(sweep: SweepRow, runs: list[RunRow], *, detail: bool = False) -
     fields: dict[str, Any] = {
         "id": sweep.id,
         "name": sweep.name,
+        "env": request.spec.env.name,
         "status": sweep.status,
         "method": request.method,
         "objective": {"metric": metric, "mode": request.objective.mode},

@@ -901,6 +901,11 @@ export interface components {
             best: components["schemas"]["TrialPublic"] | null;
             /** Created At */
             created_at: number;
+            /**
+             * Env
+             * @description The base spec's env.
+             */
+            env: string;
             /** Error */
             error: string | null;
             /** Finished At */
@@ -959,6 +964,11 @@ export interface components {
             best: components["schemas"]["TrialPublic"] | null;
             /** Created At */
             created_at: number;
+            /**
+             * Env
+             * @description The base spec's env.
+             */
+            env: string;
             /** Error */
             error: string | null;
             /** Finished At */
