@@ -6,7 +6,7 @@
 
 import { requestJson, requestText, withQuery } from "./http";
 import { fillPath, type BodyOf, type QueryOf, type ResponseOf, type TextResponseOf } from "./openapi";
-import type { Run, RunSpec } from "./types";
+import type { Run, RunSpec, SweepCreate, SweepDetail, Sweep } from "./types";
 
 export type RunFilters = QueryOf<"/api/runs", "get">;
 export type MetricsQuery = QueryOf<"/api/runs/{run_id}/metrics", "get">;
@@ -64,6 +64,23 @@ export const api = {
       "GET",
       fillPath("/api/runs/{run_id}/checkpoints", "get", { run_id }),
     ),
+  listSweeps: (query: QueryOf<"/api/sweeps", "get"> = {}) =>
+    requestJson<ResponseOf<"/api/sweeps", "get">>("GET", withQuery("/api/sweeps", { ...query })),
+  getSweep: (sweep_id: string): Promise<SweepDetail> =>
+    requestJson<ResponseOf<"/api/sweeps/{sweep_id}", "get">>(
+      "GET",
+      fillPath("/api/sweeps/{sweep_id}", "get", { sweep_id }),
+    ),
+  /** `body` may be a JSON text, sent exactly as typed (the JSON tab). */
+  submitSweep: (body: SweepCreate | string): Promise<SweepDetail> =>
+    requestJson<ResponseOf<"/api/sweeps", "post", 201>>("POST", "/api/sweeps", body),
+  cancelSweep: (sweep_id: string): Promise<Sweep> =>
+    requestJson<ResponseOf<"/api/sweeps/{sweep_id}/cancel", "post", 202>>(
+      "POST",
+      fillPath("/api/sweeps/{sweep_id}/cancel", "post", { sweep_id }),
+    ),
+  deleteSweep: (sweep_id: string) =>
+    requestJson<null>("DELETE", fillPath("/api/sweeps/{sweep_id}", "delete", { sweep_id })),
   logs: (run_id: string, tail: number): Promise<TextResponseOf<"/api/runs/{run_id}/logs", "get">> =>
     requestText("GET", withQuery(fillPath("/api/runs/{run_id}/logs", "get", { run_id }), { tail })),
 };
@@ -74,12 +91,19 @@ type Assert<T extends true> = T;
 export type RunMatchesSchema = Assert<
   ResponseOf<"/api/runs/{run_id}", "get"> extends Omit<Run, "spec"> ? true : false
 >;
+export type SweepBodyMatchesSchema = Assert<SweepCreate extends BodyOf<"/api/sweeps", "post"> ? true : false>;
 export type SpecMatchesSchema = Assert<RunSpec extends BodyOf<"/api/runs", "post"> ? true : false>;
 
 /** The websocket URL of the service-wide events (`WS /api/events`), same origin. */
 export function eventsUrl(afterSeq: number, location: Location = window.location): string {
   const scheme = location.protocol === "https:" ? "wss:" : "ws:";
   return `${scheme}//${location.host}/api/events?after_seq=${afterSeq}`;
+}
+
+/** The websocket URL of a sweep's event stream (`WS /api/sweeps/{id}/stream`), same origin. */
+export function sweepStreamUrl(id: string, afterSeq: number, location: Location = window.location): string {
+  const scheme = location.protocol === "https:" ? "wss:" : "ws:";
+  return `${scheme}//${location.host}/api/sweeps/${encodeURIComponent(id)}/stream?after_seq=${afterSeq}`;
 }
 
 /** The websocket URL of a run's event stream, same origin. */

@@ -107,3 +107,44 @@ export interface RunDeletedEvent extends ServiceEventBase {
 }
 export type ServiceEvent =
   RunCreatedEvent | RunStatusEvent | RunProgressEvent | RunUpdatedEvent | RunDeletedEvent;
+
+/** Sweeps (`/api/sweeps`): a sweep as listed, with its trials, and as submitted. */
+export type Sweep = Schemas["SweepPublic"];
+export type SweepDetail = Schemas["SweepDetail"];
+export type Trial = Schemas["TrialPublic"];
+export type SweepCreate = Schemas["SweepCreate"];
+export type SpaceEntry = Schemas["SpaceEntry"];
+export type ObjectiveMode = "max" | "min";
+/** A sweep's status; `running` and `cancelling` are active. */
+export const SWEEP_FINISHED: readonly string[] = ["finished", "cancelled", "failed"];
+
+/** Events of a sweep's stream (`WS /api/sweeps/{id}/stream`). */
+interface SweepEventBase {
+  seq: number;
+  /** Epoch seconds. */
+  time: number;
+}
+export interface SweepStatusEvent extends SweepEventBase {
+  type: "status";
+  status: string;
+  error: string | null;
+}
+export interface SweepTrialEvent extends SweepEventBase {
+  type: "trial";
+  trial: number;
+  run_id: string;
+  status: RunStatus;
+  params: Record<string, unknown>;
+  objective: number | null;
+  steps: number;
+  total_steps: number;
+  error: string | null;
+}
+export interface SweepBestEvent extends SweepEventBase {
+  type: "best";
+  trial: number;
+  run_id: string;
+  objective: number;
+  params: Record<string, unknown>;
+}
+export type SweepEvent = SweepStatusEvent | SweepTrialEvent | SweepBestEvent;
