@@ -122,3 +122,16 @@ def start_or_skip() -> PostgresServer:
     if bin_dir is None:
         pytest.skip("PostgreSQL's initdb/pg_ctl are not installed (apt-get install postgresql)")
     return PostgresServer(bin_dir).start()
+
+
+def service_env(request: pytest.FixtureRequest, backend: str) -> dict[str, str]:
+    """The environment that puts an ``nnx-ppo serve`` on ``backend``: nothing for SQLite (the
+    data directory's file); for PostgreSQL ``NNX_PPO_DATABASE_URL`` of a fresh, unmigrated
+    database on the session's ``postgres`` cluster (the service runs its own migrations),
+    or a skip where PostgreSQL is not installed."""
+    if backend == "sqlite":
+        return {}
+    if backend != "postgresql":
+        raise ValueError(f"unknown backend {backend!r}")
+    server: PostgresServer = request.getfixturevalue("postgres")
+    return {"NNX_PPO_DATABASE_URL": server.database(migrated=False)}

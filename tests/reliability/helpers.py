@@ -1,5 +1,9 @@
-"""Helpers of the reliability suite: a service with a few more handles (run pids, the
-database file, metrics as stored), a database consistency check, and checkpoint checks."""
+"""Helpers of the reliability suite: a service with a few more handles (run pids, its
+database, metrics as stored), a database consistency check, and checkpoint checks.
+
+The database is read through SQLAlchemy at the service's URL, so the same checks hold on
+SQLite (the data directory's file) and on PostgreSQL (``NNX_PPO_DATABASE_URL``).
+"""
 
 from __future__ import annotations
 
@@ -7,12 +11,17 @@ import csv
 import io
 import os
 import signal
-import sqlite3
 import time
-from collections.abc import Callable
+from collections.abc import Callable, Iterator
+from contextlib import contextmanager
 from pathlib import Path
 from typing import Any
 
+from sqlalchemy import Connection, func, select
+from sqlalchemy.engine import make_url
+
+from server.store.db import backend, make_engine
+from server.store.models import EventRow, MetricKeyRow, MetricRow, RunRow
 from tests.service_harness import Service
 
 CHECKPOINT_PARTS = ("metadata.pkl", "networks", "optimizer")
@@ -23,7 +32,13 @@ class ReliableService(Service):
 
     @property
     def db_path(self) -> Path:
+        """The SQLite file (where the service has no ``NNX_PPO_DATABASE_URL``)."""
         return self.data_dir / "nnx_ppo.db"
+
+    @property
+    def db_url(self) -> str:
+        """The database the service uses, as it resolves it (``Settings.db_url``)."""
+        return self.extra_env.get("NNX_PPO_DATABASE_URL") or f"sqlite:///{self.db_path}"
 
     def run_dir(self, run_id: str) -> Path:
         return self.data_dir / "runs" / run_id
@@ -52,13 +67,24 @@ class ReliableService(Service):
 
     def stored_events(self, run_id: str) -> list[dict[str, Any]]:
         """Every event of the run as stored so far (the stream's replay, without waiting)."""
-        with sqlite3.connect(f"file:{self.db_path}?mode=ro", uri=True, timeout=30) as db:
+        with snapshot(self.db_url) as db:
             rows = db.execute(
-                "SELECT seq, type, payload FROM events WHERE run_id = ? ORDER BY seq", (run_id,)
-            ).fetchall()
-        import json
+                select(EventRow.seq, EventRow.type, EventRow.payload)
+                .where(EventRow.run_id == run_id)
+                .order_by(EventRow.seq)
+            ).all()
+        return [{"seq": seq, "type": kind, **payload} for seq, kind, payload in rows]
 
-        return [{"seq": seq, "type": kind, **json.loads(payload)} for seq, kind, payload in rows]
+    def stored_metrics(self, run_id: str) -> list[tuple[int, str, float | None]]:
+        """``(step, key, value)`` of every metric row of the run, read from the database (it
+        works with the service stopped, unlike ``metric_rows``)."""
+        with snapshot(self.db_url) as db:
+            rows = db.execute(
+                select(MetricRow.step, MetricRow.key, MetricRow.value).where(
+                    MetricRow.run_id == run_id
+                )
+            ).all()
+        return [(step, key, value) for step, key, value in rows]
 
     def statuses(self, run_id: str) -> list[str]:
         return [e["status"] for e in self.stored_events(run_id) if e["type"] == "status"]
@@ -91,43 +117,75 @@ def process_gone(pid: int, timeout: float = 15) -> bool:
     return False
 
 
-def database_problems(db_path: Path) -> list[str]:
-    """What is inconsistent in the service's database: event seqs that are not 1..last_seq,
-    a status that is not the last status event, a finished run with a pid, metric counts
-    that disagree with the rows, duplicated metric steps."""
+@contextmanager
+def snapshot(url: str) -> Iterator[Connection]:
+    """A read-only connection to the database at ``url`` whose reads all see one snapshot
+    (the service keeps writing while tests look): on SQLite a ``mode=ro`` connection in one
+    ``BEGIN`` (WAL: it neither waits for writers nor blocks them), on PostgreSQL a read-only
+    REPEATABLE READ transaction."""
+    if backend(url) == "sqlite":
+        engine = make_engine(f"sqlite:///file:{make_url(url).database}?mode=ro&uri=true")
+        options: dict[str, Any] = {}
+    else:
+        engine = make_engine(url)
+        options = {"isolation_level": "REPEATABLE READ", "postgresql_readonly": True}
+    try:
+        with engine.connect().execution_options(**options) as db, db.begin():
+            yield db
+    finally:
+        engine.dispose()
+
+
+def database_problems(url: str) -> list[str]:
+    """What is inconsistent in the service's database at ``url``, in one snapshot: event
+    seqs that are not 1..last_seq, a status that is not the last status event, a finished
+    or queued run with a pid, steps that are not the newest metric step, metric counts that
+    disagree with the rows (a metric step stored twice is ruled out by the metrics' primary
+    key, on both backends). On SQLite the file must also pass ``PRAGMA integrity_check``
+    (PostgreSQL has no equivalent; its checks are the logical ones)."""
     problems = []
-    with sqlite3.connect(f"file:{db_path}?mode=ro", uri=True, timeout=30) as db:
-        assert db.execute("PRAGMA integrity_check").fetchone()[0] == "ok"
-        runs = db.execute("SELECT id, status, last_seq, pid, steps FROM runs").fetchall()
+    with snapshot(url) as db:
+        if db.dialect.name == "sqlite":
+            assert db.exec_driver_sql("PRAGMA integrity_check").scalar() == "ok"
+        runs = db.execute(
+            select(RunRow.id, RunRow.status, RunRow.last_seq, RunRow.pid, RunRow.steps)
+        ).all()
         for run_id, status, last_seq, pid, steps in runs:
-            seqs = [
-                s
-                for (s,) in db.execute(
-                    "SELECT seq FROM events WHERE run_id=? ORDER BY seq", (run_id,)
+            seqs = list(
+                db.scalars(
+                    select(EventRow.seq).where(EventRow.run_id == run_id).order_by(EventRow.seq)
                 )
-            ]
+            )
             if seqs != list(range(1, last_seq + 1)):
                 problems.append(f"{run_id}: event seqs {seqs[:5]}... are not 1..{last_seq}")
-            last_status = db.execute(
-                "SELECT json_extract(payload, '$.status') FROM events WHERE run_id=? "
-                "AND type='status' ORDER BY seq DESC LIMIT 1",
-                (run_id,),
-            ).fetchone()
-            if last_status is None or last_status[0] != status:
+            last_status = db.scalar(
+                select(EventRow.payload)
+                .where(EventRow.run_id == run_id, EventRow.type == "status")
+                .order_by(EventRow.seq.desc())
+                .limit(1)
+            )
+            if last_status is None or last_status.get("status") != status:
                 problems.append(f"{run_id}: status {status} but last status event {last_status}")
             if status in ("succeeded", "failed", "cancelled", "queued") and pid is not None:
                 problems.append(f"{run_id}: {status} with pid {pid}")
-            newest = db.execute(
-                "SELECT max(step) FROM metrics WHERE run_id=?", (run_id,)
-            ).fetchone()[0]
+            newest = db.scalar(select(func.max(MetricRow.step)).where(MetricRow.run_id == run_id))
             if (newest or 0) != steps:
                 problems.append(f"{run_id}: steps {steps} but newest metric step {newest}")
-        for run_id, key, count, rows in db.execute(
-            "SELECT k.run_id, k.key, k.count, (SELECT count(*) FROM metrics m "
-            "WHERE m.run_id=k.run_id AND m.key=k.key) FROM metric_keys k"
+        rows = {
+            (run_id, key): n
+            for run_id, key, n in db.execute(
+                select(MetricRow.run_id, MetricRow.key, func.count()).group_by(
+                    MetricRow.run_id, MetricRow.key
+                )
+            )
+        }
+        for run_id, key, count in db.execute(
+            select(MetricKeyRow.run_id, MetricKeyRow.key, MetricKeyRow.count)
         ):
-            if count != rows:
-                problems.append(f"{run_id}: {key} counted {count} but {rows} rows")
+            if count != rows.get((run_id, key), 0):
+                problems.append(
+                    f"{run_id}: {key} counted {count} but {rows.get((run_id, key), 0)} rows"
+                )
     return problems
 
 

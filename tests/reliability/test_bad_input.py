@@ -173,7 +173,7 @@ def test_symlinked_videos_and_logs_are_not_served(
     logs.mkdir()
     (logs / "run.log").symlink_to(outside / "canary.txt")
     # Video rows as a run process would store them (one with a file name no run writes).
-    engine = make_engine(f"sqlite:///{api.db_path}")
+    engine = make_engine(api.db_url)
     store = RunStore(make_sessionmaker(engine), api.data_dir / "runs")
     try:
         linked = store.record_video(run, 10, "linked.mp4", 1.0, 5)
@@ -360,7 +360,7 @@ def test_a_client_that_never_reads_does_not_slow_the_others(api: ReliableService
     closed: list = []
     follower = threading.Thread(target=_follow, args=(api, run, events, closed), daemon=True)
     follower.start()
-    engine = make_engine(f"sqlite:///{api.db_path}")
+    engine = make_engine(api.db_url)
     store = RunStore(make_sessionmaker(engine), api.data_dir / "runs")
     latencies = []
     try:

@@ -57,7 +57,7 @@ def _kill_and_check(svc: ReliableService, run_id: str, pid: int) -> dict[str, An
     assert failed["status"] == "failed", failed
     assert failed["error"].startswith(SIGKILLED), failed["error"]
     assert failed["pid"] is None
-    assert database_problems(svc.db_path) == []
+    assert database_problems(svc.db_url) == []
     return failed
 
 
@@ -221,7 +221,7 @@ def test_disk_full_while_it_writes(svc: ReliableService, batch: dict) -> None:
         assert "No space left on device" in failed["error"], failed["error"]
         assert set(before) <= set(svc.metric_rows(run["id"]))
         assert incomplete_checkpoints(checkpoints) == []
-        assert database_problems(svc.db_path) == []
+        assert database_problems(svc.db_url) == []
         assert svc.client.get(f"/api/runs/{run['id']}/checkpoints").status_code == 200
     finally:
         subprocess.run(["umount", "-l", str(checkpoints)], capture_output=True)
@@ -245,7 +245,7 @@ def test_unwritable_checkpoints_dir_while_it_writes(svc: ReliableService, batch:
     cause = r"(File exists|Not a directory|No such file or directory).*checkpoints"
     assert re.search(cause, failed["error"]), failed["error"]
     assert set(before) <= set(svc.metric_rows(run["id"]))
-    assert database_problems(svc.db_path) == []
+    assert database_problems(svc.db_url) == []
     listed = svc.client.get(f"/api/runs/{run['id']}/checkpoints")
     assert listed.status_code == 200 and listed.json()["items"] == []
 
@@ -261,7 +261,7 @@ def test_a_diverging_run_names_the_metric_and_the_step(svc: ReliableService, bat
         failed["error"]
     )
     assert checkpoint_steps(svc.checkpoints_dir(run["id"])) == []  # nothing non-finite saved
-    assert database_problems(svc.db_path) == []
+    assert database_problems(svc.db_url) == []
 
 
 def _worker_alive(svc: ReliableService) -> bool:
@@ -296,7 +296,7 @@ def test_truncated_checkpoint_arrays_are_refused_for_resume(
     assert not failed["error"].startswith(("killed by", "the run process exited")), failed["error"]
     assert failed["steps"] == 0 and svc.metric_rows(failed["id"]) == []
     assert _worker_alive(svc)
-    assert database_problems(svc.db_path) == []
+    assert database_problems(svc.db_url) == []
     refused = batch["resubmitted"]
     assert refused.status_code == 422, refused.text
     detail = refused.json()["detail"]

@@ -54,5 +54,5 @@ def test_concurrent_runs_with_100_followers_and_pollers(
     for run_id in ids:
         log = svc.client.get(f"/api/runs/{run_id}/logs").text
         assert "database is locked" not in log
-    assert database_problems(svc.db_path) == []
+    assert database_problems(svc.db_url) == []
     assert result.p(0.99) < P99_LIMIT_S, result.figures()

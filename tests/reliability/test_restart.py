@@ -110,7 +110,7 @@ def _check_resumed(svc: ReliableService, story: Story, before: set, attempts: in
     assert steps == list(range(ITERATION, steps[-1] + 1, ITERATION))  # no gap, no repeat
     assert svc.statuses(story.queued["id"]) == ["queued"]
     assert svc.run(story.queued["id"])["attempts"] == 0
-    assert database_problems(svc.db_path) == []
+    assert database_problems(svc.db_url) == []
     return newest
 
 
@@ -163,7 +163,7 @@ def test_sigterm_checkpoints_requeues_and_exits_0(story: Story) -> None:
     assert checkpoint_steps(run.checkpoints_dir(run_id))[-1] == max(metrics)
     assert incomplete_checkpoints(run.checkpoints_dir(run_id)) == []
     assert run.statuses(story.queued["id"]) == ["queued"]
-    assert database_problems(run.db_path) == []
+    assert database_problems(run.db_url) == []
     run.client.close()
 
 

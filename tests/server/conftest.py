@@ -7,6 +7,7 @@ from collections.abc import Iterator
 
 import pytest
 
+from tests.postgres import service_env
 from tests.service_harness import Service
 
 
@@ -21,9 +22,7 @@ def service(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Service]:
 def service_on_each(
     request: pytest.FixtureRequest, tmp_path_factory: pytest.TempPathFactory
 ) -> Iterator[Service]:
-    env = {}
-    if request.param == "postgresql":
-        env["NNX_PPO_DATABASE_URL"] = request.getfixturevalue("postgres").database(migrated=False)
+    env = service_env(request, request.param)
     svc = Service(tmp_path_factory.mktemp(f"service-{request.param}") / "data", env=env).start()
     yield svc
     svc.close()
