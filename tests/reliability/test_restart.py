@@ -4,7 +4,10 @@ After each restart the running run was requeued (``interrupted``, then ``queued`
 resumes from its newest complete checkpoint; no metric step is stored twice; the queued run
 is still queued; no run is claimed twice. A warm stop checkpoints, requeues and exits 0.
 
-The tests share one data directory and follow each other (one story in three acts)."""
+The tests share one data directory and follow each other (one story in three acts). The
+story is told once per database backend: SQLite (the data directory's file), then
+PostgreSQL (a fresh database of the session's cluster, migrated by the service itself), where
+requeueing and claiming are row locks instead of SQLite's write lock."""
 
 from __future__ import annotations
 
@@ -16,6 +19,7 @@ from typing import Any
 
 import pytest
 
+from tests.postgres import service_env
 from tests.reliability.helpers import (
     ReliableService,
     checkpoint_steps,
@@ -32,8 +36,9 @@ ITERATION = 160  # 16 envs x 10 steps
 
 
 class Story:
-    def __init__(self, data_dir: Path):
+    def __init__(self, data_dir: Path, env: dict[str, str]):
         self.data_dir = data_dir
+        self.env = env
         self.svc: ReliableService | None = None
         self.running: dict[str, Any] = {}
         self.queued: dict[str, Any] = {}
@@ -42,13 +47,16 @@ class Story:
     def start(self) -> ReliableService:
         if self.svc is not None:
             self.svc.close()
-        self.svc = ReliableService(self.data_dir).start()
+        self.svc = ReliableService(self.data_dir, env=self.env).start()
         return self.svc
 
 
-@pytest.fixture(scope="module")
-def story(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Story]:
-    s = Story(tmp_path_factory.mktemp("restart") / "data")
+@pytest.fixture(scope="module", params=["sqlite", "postgresql"])
+def story(
+    request: pytest.FixtureRequest, tmp_path_factory: pytest.TempPathFactory
+) -> Iterator[Story]:
+    env = service_env(request, request.param)
+    s = Story(tmp_path_factory.mktemp(f"restart-{request.param}") / "data", env)
     svc = s.start()
     spec = tiny_ppo_spec(50_000_000, checkpoint_every_steps=800)
     s.running = svc.submit({**spec, "name": "long"})
@@ -142,7 +150,7 @@ def test_kill_9_of_the_whole_service_then_restart(story: Story) -> None:
     # would leave a hole in the history of the resumed run.
     wait_until("a new checkpoint", just_written, every=0.001)
     svc.kill()
-    before = {(step, key) for step, key, _ in _stored_metrics(svc.db_path, run_id)}
+    before = {(step, key) for step, key, _ in svc.stored_metrics(run_id)}
     svc = story.start()
     _check_resumed(svc, story, before, attempts=3)
 
@@ -155,22 +163,13 @@ def test_sigterm_checkpoints_requeues_and_exits_0(story: Story) -> None:
     assert svc.terminate(150) == 0
     story.svc = None
     svc.client.close()
-    run = ReliableService(story.data_dir)  # reads the files only
+    run = ReliableService(story.data_dir, env=story.env)  # reads the database and files only
     statuses = run.statuses(run_id)
     assert statuses[-2:] == ["interrupted", "queued"], statuses
-    metrics = {step for step, _, _ in _stored_metrics(run.db_path, run_id)}
+    metrics = {step for step, _, _ in run.stored_metrics(run_id)}
     # A final checkpoint at the step it stopped at.
     assert checkpoint_steps(run.checkpoints_dir(run_id))[-1] == max(metrics)
     assert incomplete_checkpoints(run.checkpoints_dir(run_id)) == []
     assert run.statuses(story.queued["id"]) == ["queued"]
     assert database_problems(run.db_url) == []
     run.client.close()
-
-
-def _stored_metrics(db_path: Path, run_id: str) -> list[tuple[int, str, Any]]:
-    import sqlite3
-
-    with sqlite3.connect(f"file:{db_path}?mode=ro", uri=True) as db:
-        return db.execute(
-            "SELECT step, key, value FROM metrics WHERE run_id = ?", (run_id,)
-        ).fetchall()
