@@ -2,7 +2,10 @@
 process at chosen moments (while it starts and compiles, mid-training, while a checkpoint is
 being written), a full disk and an unwritable checkpoints directory while it writes, and a
 diverging run. Each must end ``failed`` with its cause, keep what was stored (metrics,
-complete checkpoints), keep the database consistent, and leave the other run going."""
+complete checkpoints), keep the database consistent, and leave the other run going.
+
+The module's service stores in SQLite; the kill mid-training is also aimed at a service of
+its own on PostgreSQL."""
 
 from __future__ import annotations
 
@@ -18,6 +21,7 @@ from typing import Any
 
 import pytest
 
+from tests.postgres import service_env
 from tests.reliability.helpers import (
     ReliableService,
     checkpoint_steps,
@@ -70,9 +74,26 @@ def test_kill_while_it_starts_and_compiles(svc: ReliableService, survivor: dict)
     assert svc.statuses(run["id"]) == ["queued", "running", "failed"]
 
 
-def test_kill_mid_training_keeps_metrics_and_checkpoints(
-    svc: ReliableService, survivor: dict
-) -> None:
+@pytest.fixture(params=["sqlite", "postgresql"])
+def svc_on_each(
+    request: pytest.FixtureRequest, tmp_path_factory: pytest.TempPathFactory
+) -> Iterator[ReliableService]:
+    """The module's service (SQLite, the survivor training in the other slot), or for
+    PostgreSQL a service of its own, with one slot, for this test only."""
+    if request.param == "sqlite":
+        request.getfixturevalue("survivor")
+        yield request.getfixturevalue("svc")
+        return
+    service = ReliableService(
+        tmp_path_factory.mktemp("faults-postgresql") / "data",
+        env=service_env(request, "postgresql"),
+    ).start()
+    yield service
+    service.close()
+
+
+def test_kill_mid_training_keeps_metrics_and_checkpoints(svc_on_each: ReliableService) -> None:
+    svc = svc_on_each
     spec = tiny_ppo_spec(LONG, checkpoint_every_steps=1600)
     run = svc.submit({**spec, "name": "killed-mid-training"})
     pid = svc.running_pid(run["id"])
