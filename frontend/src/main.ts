@@ -2,6 +2,7 @@
 
 import "./styles.css";
 import "./editing.css";
+import "./sweeps.css";
 
 import { onUnauthorized } from "./api/http";
 import { h } from "./dom";
@@ -12,6 +13,9 @@ import { compareView } from "./views/compareView";
 import { runFormView } from "./views/runForm";
 import { runPageView } from "./views/runPage";
 import { runsListView } from "./views/runsList";
+import { sweepFormView } from "./views/sweepForm";
+import { sweepPageView } from "./views/sweepPage";
+import { sweepsListView } from "./views/sweepsList";
 
 const main = document.getElementById("main") as HTMLElement;
 
@@ -29,7 +33,10 @@ router
   .add("/", runsListView)
   .add("/runs/new", runFormView)
   .add("/runs/:id", runPageView)
-  .add("/compare", compareView);
+  .add("/compare", compareView)
+  .add("/sweeps", sweepsListView)
+  .add("/sweeps/new", sweepFormView)
+  .add("/sweeps/:id", sweepPageView);
 setNavigator((url) => router.navigate(url));
 
 onUnauthorized(() => {

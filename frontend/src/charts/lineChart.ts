@@ -20,6 +20,8 @@ export interface ChartLine {
   values: (number | null | undefined)[];
   /** Drawn thin and translucent (the raw values behind a smoothed line). */
   faint?: boolean;
+  /** Each value drawn as a dot as well (few, far-apart points such as a sweep's trials). */
+  points?: boolean;
 }
 
 export interface ChartInput {
@@ -30,14 +32,18 @@ export interface ChartInput {
   markers: Marker[];
   xAxis: XAxis;
   logScale: boolean;
+  /** Ticks at whole x values only (trial numbers). */
+  integerX?: boolean;
 }
 
 const HEIGHT = 220;
 const MARKER_COLOR = "#d62728";
 
 function shapeKey(input: ChartInput): string {
-  const lines = input.lines.map((l) => `${l.label}|${l.color}|${l.faint ? 1 : 0}`).join(",");
-  return `${lines};${input.band ? 1 : 0};${input.xAxis};${input.logScale ? 1 : 0}`;
+  const lines = input.lines
+    .map((l) => `${l.label}|${l.color}|${l.faint ? 1 : 0}|${l.points ? 1 : 0}`)
+    .join(",");
+  return `${lines};${input.band ? 1 : 0};${input.xAxis};${input.logScale ? 1 : 0};${input.integerX ? 1 : 0}`;
 }
 
 /** Axis text and grid in the page's colours (light or dark scheme). */
@@ -215,7 +221,7 @@ export class LineChart {
         stroke: line.color,
         width: line.faint ? 1 : 1.75,
         alpha: line.faint ? 0.35 : 1,
-        points: { show: false },
+        points: { show: line.points ?? false, size: 6 },
         value: (_u, v) => formatNumber(v),
       })),
     ];
@@ -253,7 +259,11 @@ export class LineChart {
         y: input.logScale ? { distr: 3, log: 10 } : { auto: true },
       },
       axes: [
-        { ...axisColors(), values: (_u, splits) => splits.map((v) => formatX(input.xAxis, v)) },
+        {
+          ...axisColors(),
+          values: (_u, splits) => splits.map((v) => formatX(input.xAxis, v)),
+          ...(input.integerX ? { incrs: [1, 2, 5, 10, 20, 50, 100, 200, 500, 1000] } : {}),
+        },
         { ...axisColors(), values: (_u, splits) => splits.map((v) => formatNumber(v)), size: 60 },
       ],
       cursor: {

@@ -199,6 +199,11 @@ export function runPageView(main: HTMLElement, { params, query }: RouteContext):
         h("a", { class: "button secondary", href: `/compare?ids=${encodeURIComponent(run.id)}` }, "Compare…"),
         h(
           "a",
+          { class: "button secondary", href: `/sweeps/new?from=${encodeURIComponent(run.id)}` },
+          "Sweep around this run",
+        ),
+        h(
+          "a",
           { class: "button secondary", href: api.metricsCsvUrl(run.id), download: `${run.id}-metrics.csv` },
           "metrics.csv",
         ),

@@ -10,6 +10,10 @@ export interface SpecTabsOptions {
   fromJson: (text: string) => Promise<void>;
   submitJson: (text: string) => void;
   onParseError: () => void;
+  /** The JSON view's label, help and button (default: a run spec for POST /api/runs). */
+  jsonLabel?: string;
+  jsonHelp?: string;
+  submitLabel?: string;
 }
 
 export interface SpecTabs {
@@ -30,16 +34,16 @@ export function createSpecTabs(options: SpecTabsOptions): SpecTabs {
   const jsonSubmit = h(
     "button",
     { type: "button", class: "primary", on: { click: () => options.submitJson(jsonText.value) } },
-    "Start run from JSON",
+    options.submitLabel ?? "Start run from JSON",
   );
   const jsonView = h(
     "div",
     { class: "json-view", hidden: true },
-    h("label", { for: "spec-json" }, "Run spec (JSON)"),
+    h("label", { for: "spec-json" }, options.jsonLabel ?? "Run spec (JSON)"),
     h(
       "p",
       { class: "field-help", id: "spec-json-help" },
-      "Edit freely: this text is sent to POST /api/runs exactly as it is.",
+      options.jsonHelp ?? "Edit freely: this text is sent to POST /api/runs exactly as it is.",
     ),
     jsonText,
     h("div", { class: "actions" }, jsonSubmit),

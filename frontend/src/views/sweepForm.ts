@@ -1,0 +1,479 @@
+/**
+ * The new-sweep form: a base run (its spec is what each trial changes), the method, sizes,
+ * objective and pruner, and the search space as a list of entries (spec path, kind, range or
+ * values). A JSON tab edits and submits the request body as text. The server's 422s are
+ * shown under the field their `loc` names (`space.<path>` under that entry).
+ *
+ * `?from=<run>` bases the sweep on that run ("Sweep around this run").
+ */
+
+import { api } from "../api/client";
+import { ApiError } from "../api/http";
+import type { Run, RunSpec, SweepCreate, ValidationErrorItem } from "../api/types";
+import { h, uid } from "../dom";
+import { configSections, networkSection } from "../form/fields";
+import { sectionTarget, simpleField, type ErrorTarget } from "../form/formTargets";
+import { errorTarget, locToPath } from "../form/specPaths";
+import { navigate } from "../nav";
+import type { RouteContext } from "../router";
+import {
+  baseSpec,
+  bodyToForm,
+  emptyRow,
+  formToBody,
+  METHODS,
+  PRUNERS,
+  RANGE_KINDS,
+  SPACE_KINDS,
+  type FormProblem,
+  type Method,
+  type PrunerChoice,
+  type SpaceKind,
+  type SpaceRow,
+  type SweepFormState,
+} from "../sweeps/sweepBody";
+import { describeError, errorBox } from "./common";
+import { createSpecTabs } from "./specTabs";
+
+const KIND_LABELS: Record<SpaceKind, string> = {
+  log_uniform: "log uniform",
+  uniform: "uniform",
+  int_uniform: "integer uniform",
+  choice: "choice",
+  grid: "grid",
+};
+
+/** Spec paths a sweep may name, for the path inputs' suggestions. */
+function knownPaths(): string[] {
+  const sections = [...configSections("ppo"), networkSection("mlp"), networkSection("lstm")];
+  const paths = sections.flatMap((s) => s.fields.map((f) => [...s.path, f.name].join(".")));
+  return [...new Set(paths)].sort();
+}
+
+interface RowControls {
+  element: HTMLElement;
+  read(): SpaceRow;
+  target: ErrorTarget;
+  inputs: Record<string, HTMLInputElement | HTMLSelectElement>;
+}
+
+function select<T extends string>(options: readonly T[], labels?: Record<T, string>): HTMLSelectElement {
+  return h(
+    "select",
+    null,
+    options.map((o) => h("option", { value: o }, labels?.[o] ?? o)),
+  );
+}
+
+export function sweepFormView(main: HTMLElement, { query }: RouteContext): () => void {
+  let left = false;
+  let spec: RunSpec | null = null;
+  let rows: RowControls[] = [];
+  let prunerOptions: Record<string, unknown> | null = null;
+  let seed: number | null = null;
+  const targets = new Map<string, ErrorTarget>();
+
+  const baseRun = h("select", null, h("option", { value: "" }, "Loading runs…"));
+  const base = simpleField(
+    "spec",
+    "Base run",
+    baseRun,
+    "Each trial is this run's spec with the space's values.",
+  );
+  const nameInput = h("input", { type: "text", autocomplete: "off", maxlength: 200 });
+  const name = simpleField("name", "Name", nameInput, "Optional; trials are named after it.");
+  const methodSelect = select(METHODS);
+  const method = simpleField(
+    "method",
+    "Method",
+    methodSelect,
+    "tpe: Bayesian; random; grid: every combination of choice/grid values.",
+  );
+  const maxInput = h("input", { type: "number", min: 1, max: 1000, inputmode: "numeric" });
+  const maxTrials = simpleField("max_trials", "Max trials", maxInput, "Empty: the grid's size, else 20.");
+  const parallelInput = h("input", { type: "number", min: 1, max: 32, inputmode: "numeric" });
+  const parallel = simpleField("parallel", "Parallel", parallelInput, "Trials queued or running at once.");
+  const metricInput = h("input", {
+    type: "text",
+    autocomplete: "off",
+    list: "sweep-metrics",
+    props: { value: "eval/episode_reward" },
+  });
+  const metric = simpleField(
+    "objective.metric",
+    "Objective metric",
+    metricInput,
+    "Its last value is a trial's objective.",
+  );
+  const modeSelect = select(["max", "min"] as const, { max: "maximise", min: "minimise" });
+  const mode = simpleField("objective.mode", "Mode", modeSelect, "Whether higher or lower is better.");
+  const prunerSelect = select(PRUNERS, { off: "off", median: "median", asha: "ASHA" });
+  const pruner = simpleField(
+    "pruner",
+    "Pruner",
+    prunerSelect,
+    "Stops trials early: median (below the median at the same step) or ASHA.",
+  );
+  const metricList = h("datalist", { id: "sweep-metrics" });
+  const pathList = h(
+    "datalist",
+    { id: "sweep-paths" },
+    knownPaths().map((p) => h("option", { value: p })),
+  );
+  for (const [path, target] of [
+    ["spec", base.target],
+    ["name", name.target],
+    ["method", method.target],
+    ["max_trials", maxTrials.target],
+    ["parallel", parallel.target],
+    ["objective.metric", metric.target],
+    ["objective.mode", mode.target],
+    ["pruner", pruner.target],
+  ] as const)
+    targets.set(path, target);
+
+  const rowBox = h("div", { class: "space-rows" });
+  const spaceError = h("p", { class: "field-error", hidden: true });
+  const addButton = h("button", { type: "button", class: "secondary" }, "Add parameter");
+  const spaceSection = h(
+    "fieldset",
+    { class: "section", "data-path": "space" },
+    h("legend", null, "Search space"),
+    h(
+      "p",
+      { class: "field-help" },
+      "Spec paths (config.<field>…, network.<field>, env.overrides.<field>) and their values. " +
+        "Choice and grid values are separated by commas: [32, 32], [64, 64] or relu, tanh.",
+    ),
+    spaceError,
+    rowBox,
+    h("div", { class: "actions" }, addButton),
+  );
+  const spaceTarget = sectionTarget(spaceSection, spaceError, () => addButton.focus());
+
+  const createRow = (initial: SpaceRow): RowControls => {
+    const id = uid("space");
+    const labelled = (text: string, input: HTMLInputElement | HTMLSelectElement, key: string) => {
+      input.id = `${id}-${key}`;
+      input.setAttribute("aria-describedby", `${id}-error`);
+      return h("div", { class: `field space-${key}` }, h("label", { for: input.id }, text), input);
+    };
+    const path = h("input", {
+      type: "text",
+      autocomplete: "off",
+      spellcheck: "false",
+      list: "sweep-paths",
+      placeholder: "config.ppo.learning_rate",
+      props: { value: initial.path },
+    });
+    const kind = select(SPACE_KINDS, KIND_LABELS);
+    kind.value = initial.kind;
+    const low = h("input", { type: "text", inputmode: "decimal", props: { value: initial.low } });
+    const high = h("input", { type: "text", inputmode: "decimal", props: { value: initial.high } });
+    const values = h("input", {
+      type: "text",
+      spellcheck: "false",
+      placeholder: "[32, 32], [64, 64]",
+      props: { value: initial.values },
+    });
+    const lowField = labelled("Low", low, "low");
+    const highField = labelled("High", high, "high");
+    const valuesField = labelled("Values", values, "values");
+    const showKind = (): void => {
+      const range = RANGE_KINDS.includes(kind.value as SpaceKind);
+      lowField.hidden = highField.hidden = !range;
+      valuesField.hidden = range;
+    };
+    kind.addEventListener("change", showKind);
+    showKind();
+    const error = h("p", { class: "field-error", id: `${id}-error`, hidden: true });
+    const remove = h(
+      "button",
+      { type: "button", class: "secondary", "aria-label": "Remove this parameter" },
+      "Remove",
+    );
+    const element = h(
+      "div",
+      { class: "space-row", "data-space-row": "" },
+      h(
+        "div",
+        { class: "space-inputs" },
+        labelled("Spec path", path, "path"),
+        labelled("Kind", kind, "kind"),
+        lowField,
+        highField,
+        valuesField,
+        remove,
+      ),
+      error,
+    );
+    const inputs = { path, kind, low, high, values };
+    const controls: RowControls = {
+      element,
+      inputs,
+      read: () => ({
+        path: path.value,
+        kind: kind.value as SpaceKind,
+        low: low.value,
+        high: high.value,
+        values: values.value,
+      }),
+      target: sectionTarget(element, error, () => path.focus()),
+    };
+    remove.addEventListener("click", () => {
+      rows = rows.filter((r) => r !== controls);
+      element.remove();
+      addButton.focus();
+    });
+    return controls;
+  };
+
+  const setRows = (space: SpaceRow[]): void => {
+    rows = space.map(createRow);
+    rowBox.replaceChildren(...rows.map((r) => r.element));
+  };
+  addButton.addEventListener("click", () => {
+    const row = createRow(emptyRow());
+    rows.push(row);
+    rowBox.append(row.element);
+    row.inputs.path?.focus();
+  });
+
+  const readState = (): SweepFormState => ({
+    name: nameInput.value,
+    method: methodSelect.value as Method,
+    maxTrials: maxInput.value,
+    parallel: parallelInput.value,
+    metric: metricInput.value,
+    mode: modeSelect.value === "min" ? "min" : "max",
+    pruner: prunerSelect.value as PrunerChoice,
+    prunerOptions,
+    seed,
+    space: rows.map((r) => r.read()),
+    spec: spec ?? ({} as RunSpec),
+  });
+
+  const writeState = (state: SweepFormState): void => {
+    nameInput.value = state.name;
+    methodSelect.value = state.method;
+    maxInput.value = state.maxTrials;
+    parallelInput.value = state.parallel;
+    metricInput.value = state.metric;
+    modeSelect.value = state.mode;
+    prunerSelect.value = state.pruner;
+    prunerOptions = state.prunerOptions;
+    seed = state.seed;
+    spec = state.spec;
+    setRows(state.space);
+  };
+
+  const generalErrors = h("div", { class: "general-errors", "aria-live": "polite" });
+  const submitButton = h("button", { type: "submit", class: "primary" }, "Start sweep");
+
+  const clearErrors = (): void => {
+    targets.forEach((t) => t.setError(null));
+    spaceTarget.setError(null);
+    rows.forEach((r) => {
+      r.target.setError(null);
+      Object.values(r.inputs).forEach((input) => input.removeAttribute("aria-invalid"));
+    });
+    generalErrors.replaceChildren();
+  };
+
+  /** Every target by the path a 422 names: the fixed fields, the space, and each entry. */
+  const allTargets = (): Map<string, ErrorTarget> => {
+    const out = new Map(targets);
+    out.set("space", spaceTarget);
+    rows.forEach((row) => {
+      const path = row.read().path.trim();
+      if (path) out.set(`space.${path}`, row.target);
+    });
+    return out;
+  };
+
+  const showServerProblems = (items: { path: string; message: string }[]): void => {
+    const all = allTargets();
+    const byTarget = new Map<string, string[]>();
+    for (const item of items) {
+      const key = errorTarget(item.path, [...all.keys()]);
+      const message = key === "" || key === item.path ? item.message : `${item.path}: ${item.message}`;
+      byTarget.set(key, [...(byTarget.get(key) ?? []), message]);
+    }
+    const general = byTarget.get("") ?? [];
+    byTarget.delete("");
+    byTarget.forEach((messages, key) => all.get(key)?.setError(messages.join("; ")));
+    generalErrors.replaceChildren(
+      h(
+        "div",
+        { class: "error-box", role: "alert" },
+        h(
+          "p",
+          null,
+          `The server refused the sweep (${items.length} problem${items.length === 1 ? "" : "s"}):`,
+        ),
+        h(
+          "ul",
+          null,
+          items.map((item) => h("li", null, h("code", null, item.path || "body"), " ", item.message)),
+        ),
+      ),
+      ...general.map((m) => errorBox(m)),
+    );
+    const first = [...byTarget.keys()][0];
+    if (first && specTabs.mode() === "form") all.get(first)?.focus();
+  };
+
+  const showFormProblems = (problems: FormProblem[]): void => {
+    for (const problem of problems) {
+      if (problem.row === null) {
+        (problem.field === "space" ? spaceTarget : targets.get(problem.field))?.setError(problem.message);
+        continue;
+      }
+      const row = rows[problem.row];
+      if (!row) continue;
+      const messages = problems.filter((p) => p.row === problem.row).map((p) => `${p.field}: ${p.message}`);
+      row.target.setError(messages.join("; "));
+      row.inputs[problem.field]?.setAttribute("aria-invalid", "true");
+    }
+    generalErrors.replaceChildren(
+      errorBox(`Fix the ${problems.length} marked problem${problems.length === 1 ? "" : "s"} first.`),
+    );
+    const first = problems[0];
+    if (first?.row !== null && first?.row !== undefined) rows[first.row]?.inputs[first.field]?.focus();
+    else if (first) (first.field === "space" ? spaceTarget : targets.get(first.field))?.focus();
+  };
+
+  async function submit(body: SweepCreate | string): Promise<void> {
+    clearErrors();
+    submitButton.disabled = true;
+    specTabs.setBusy(true);
+    try {
+      const sweep = await api.submitSweep(body);
+      if (!left) navigate(`/sweeps/${encodeURIComponent(sweep.id)}`);
+    } catch (error) {
+      if (error instanceof ApiError && error.status === 422 && error.validationErrors.length) {
+        showServerProblems(
+          error.validationErrors.map((item: ValidationErrorItem) => ({
+            path: locToPath(item.loc),
+            message: item.msg,
+          })),
+        );
+      } else if (!(error instanceof ApiError && error.status === 401)) {
+        generalErrors.replaceChildren(errorBox(`Submit failed: ${describeError(error)}`));
+      }
+    } finally {
+      submitButton.disabled = false;
+      specTabs.setBusy(false);
+    }
+  }
+
+  const form = h(
+    "form",
+    {
+      class: "run-form sweep-form",
+      novalidate: true,
+      on: {
+        submit: (event) => {
+          event.preventDefault();
+          clearErrors();
+          if (!spec) {
+            base.target.setError("pick the run whose spec the trials start from");
+            base.target.focus();
+            return;
+          }
+          const { body, problems } = formToBody(readState());
+          if (problems.length) showFormProblems(problems);
+          else void submit(body);
+        },
+      },
+    },
+    h(
+      "fieldset",
+      { class: "section" },
+      h("legend", null, "Sweep"),
+      h("div", { class: "field-grid" }, base.element, name.element, method.element, maxTrials.element),
+      h("div", { class: "field-grid" }, parallel.element, pruner.element),
+    ),
+    h(
+      "fieldset",
+      { class: "section" },
+      h("legend", null, "Objective"),
+      h("div", { class: "field-grid" }, metric.element, mode.element),
+    ),
+    spaceSection,
+    metricList,
+    pathList,
+    h("div", { class: "actions" }, submitButton),
+  );
+
+  const specTabs = createSpecTabs({
+    form,
+    toJson: () => JSON.stringify(formToBody(readState()).body, null, 2),
+    fromJson: async (text) => writeState(bodyToForm(JSON.parse(text) as SweepCreate)),
+    submitJson: (text) => void submit(text),
+    onParseError: () =>
+      generalErrors.replaceChildren(
+        errorBox("The JSON does not parse; fix it or keep editing it in the JSON view."),
+      ),
+    jsonLabel: "Sweep (JSON)",
+    jsonHelp: "Edit freely: this text is sent to POST /api/sweeps exactly as it is.",
+    submitLabel: "Start sweep from JSON",
+  });
+
+  main.append(
+    h(
+      "section",
+      { "aria-labelledby": "sweep-form-title", class: "new-run" },
+      h("h1", { id: "sweep-form-title" }, "New sweep"),
+      specTabs.tabs,
+      generalErrors,
+      form,
+      specTabs.jsonView,
+    ),
+  );
+  setRows([
+    { ...emptyRow(), path: "config.ppo.learning_rate", kind: "log_uniform", low: "1e-4", high: "3e-3" },
+  ]);
+
+  const useRun = (run: Run): void => {
+    spec = baseSpec(run.spec);
+    metricList.replaceChildren(
+      ...Object.keys(run.latest_metrics ?? {})
+        .sort()
+        .map((k) => h("option", { value: k })),
+    );
+    if (!nameInput.value) nameInput.value = `${run.name || run.id}-sweep`;
+  };
+  let runs: Run[] = [];
+  baseRun.addEventListener("change", () => {
+    const run = runs.find((r) => r.id === baseRun.value);
+    if (run) useRun(run);
+    else spec = null;
+  });
+
+  const prefill = async (): Promise<void> => {
+    const from = query.get("from");
+    const [page, fromRun] = await Promise.all([
+      api.listRuns({ limit: 200 }),
+      from ? api.getRun(from) : Promise.resolve(null),
+    ]);
+    if (left) return;
+    runs = page.items.filter((r) => !r.sweep_id || r.id === fromRun?.id);
+    if (fromRun && !runs.some((r) => r.id === fromRun.id)) runs.unshift(fromRun);
+    baseRun.replaceChildren(
+      h("option", { value: "" }, runs.length ? "Pick a run" : "No runs yet: start one first"),
+      ...runs.map((r) => h("option", { value: r.id }, `${r.name || r.id} (${r.spec.env?.name ?? "?"})`)),
+    );
+    if (fromRun) {
+      baseRun.value = fromRun.id;
+      useRun(fromRun);
+    }
+  };
+  prefill().catch((error: unknown) => {
+    if (!left) generalErrors.replaceChildren(errorBox(`Could not load the runs: ${describeError(error)}`));
+  });
+
+  return () => {
+    left = true;
+  };
+}
