@@ -125,6 +125,9 @@ class MetricRollupRow(Base):
     min_value: Mapped[float | None] = mapped_column(Float, nullable=True)
     max_value: Mapped[float | None] = mapped_column(Float, nullable=True)
     nans: Mapped[int] = mapped_column(Integer, default=0)
+    last_wall_time: Mapped[float | None] = mapped_column(Float, nullable=True)
+    """The wall time of the point at ``last_step`` (NULL only in rows older than 0007 whose
+    point is gone)."""
 
 
 class VideoRow(Base):

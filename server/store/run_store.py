@@ -50,12 +50,14 @@ ROLLUP_SIZES = (8, 64, 512, 4096)
 
 _UPSERT_ROLLUP = """
     INSERT INTO metric_rollups
-        (run_id, key, size, chunk, first_step, last_step, last_value, min_value, max_value, nans)
+        (run_id, key, size, chunk, first_step, last_step, last_value, min_value, max_value, nans,
+         last_wall_time)
     VALUES (:run_id, :key, :size, :chunk, :first_step, :last_step, :last_value, :min_value,
-            :max_value, :nans)
+            :max_value, :nans, :last_wall_time)
     ON CONFLICT (run_id, key, size, chunk) DO UPDATE SET
         last_step = excluded.last_step,
         last_value = excluded.last_value,
+        last_wall_time = excluded.last_wall_time,
         min_value = CASE WHEN excluded.min_value IS NULL THEN metric_rollups.min_value
                          WHEN metric_rollups.min_value IS NULL THEN excluded.min_value
                          ELSE {least}(metric_rollups.min_value, excluded.min_value) END,
@@ -375,7 +377,9 @@ class RunStore:
                     }
                 )
                 for size in ROLLUP_SIZES:
-                    _merge_rollup(rollups, run_id, key, size, index // size, step, stored)
+                    _merge_rollup(
+                        rollups, run_id, key, size, index // size, (step, wall_time), stored
+                    )
             encoded = {k: values.encode(float(v)) for k, v in metrics.items()}
             latest.update(encoded)
             run.steps = step
@@ -680,11 +684,13 @@ def _merge_rollup(
     key: str,
     size: int,
     chunk: int,
-    step: int,
+    at: tuple[int, float],
     value: float | None,
 ) -> None:
-    """Adds one point (``None``: NaN) to the batch's summary of its chunk, so that a batch
-    upserts each chunk once (the upsert merges it with what is stored)."""
+    """Adds one point (``at`` = its step and wall time; ``value`` None: NaN) to the batch's
+    summary of its chunk, so that a batch upserts each chunk once (the upsert merges it with
+    what is stored)."""
+    step, wall_time = at
     nan = int(value is None)
     row = rollups.get((key, size, chunk))
     if row is None:
@@ -699,9 +705,10 @@ def _merge_rollup(
             "min_value": value,
             "max_value": value,
             "nans": nan,
+            "last_wall_time": wall_time,
         }
         return
-    row["last_step"], row["last_value"] = step, value
+    row["last_step"], row["last_value"], row["last_wall_time"] = step, value, wall_time
     if value is not None:
         low, high = row["min_value"], row["max_value"]
         row["min_value"] = value if low is None else min(low, value)

@@ -10,7 +10,7 @@ from collections.abc import Iterator
 from pathlib import Path
 
 import pytest
-from sqlalchemy import Engine
+from sqlalchemy import Engine, text
 
 from server.store.db import make_engine, make_sessionmaker, migrate
 from server.store.metrics_query import read_series
@@ -157,3 +157,59 @@ def test_unknown_key_and_empty_run(store: RunStore, tmp_path: Path) -> None:
     run_id = _new_run(store, [])
     with _engine(store).connect() as conn:
         assert read_series(conn, run_id, "nothing", -1, 10).as_dict()["step"] == []
+
+
+def test_rollups_carry_their_last_points_wall_time_and_old_rows_are_looked_up(
+    store: RunStore,
+) -> None:
+    points = [(10 * (i + 1), float(i)) for i in range(9_000)]  # read through the 8-rollups
+    run_id = _new_run(store, points)
+    with _engine(store).begin() as conn:
+        stored = conn.execute(
+            text("SELECT last_step, last_wall_time FROM metric_rollups WHERE run_id = :r"),
+            {"r": run_id},
+        ).all()
+        assert stored and all(wall == _wall(step) for step, wall in stored)
+        with_walls = read_series(conn, run_id, "k", -1, 1000).as_dict()
+        # A rollup from before migration 0007 without its wall time: looked up by step.
+        conn.execute(
+            text(
+                "UPDATE metric_rollups SET last_wall_time = NULL "
+                "WHERE run_id = :r AND chunk % 3 = 0"
+            ),
+            {"r": run_id},
+        )
+        without = read_series(conn, run_id, "k", -1, 1000).as_dict()
+    assert len(with_walls["step"]) > 8 * 100  # many buckets came from rollups
+    assert with_walls == without
+    assert with_walls["wall_time"] == [_wall(s) for s in with_walls["step"]]
+
+
+def test_migration_0007_fills_in_the_wall_time_of_stored_rollups(tmp_path: Path) -> None:
+    from alembic import command
+    from alembic.config import Config
+
+    from server.store.db import MIGRATIONS_DIR
+
+    url = f"sqlite:///{tmp_path / 'db.sqlite'}"
+    migrate(url)
+    engine = make_engine(url, durable=False)
+    store = RunStore(make_sessionmaker(engine), tmp_path / "runs")
+    run_id = _new_run(store, [(10 * (i + 1), 1.0) for i in range(100)])
+    config = Config()
+    config.set_main_option("script_location", str(MIGRATIONS_DIR))
+    config.set_main_option("sqlalchemy.url", url)
+    with engine.connect() as connection:
+        config.attributes["connection"] = connection
+        command.downgrade(config, "0006_ray_executor")  # as a database written before 0007
+        connection.commit()
+        command.upgrade(config, "head")
+        connection.commit()
+    with engine.connect() as conn:
+        stored = conn.execute(
+            text("SELECT last_step, last_wall_time FROM metric_rollups WHERE run_id = :r"),
+            {"r": run_id},
+        ).all()
+    engine.dispose()
+    assert len(stored) == 100 // 8 + 1 + 2 + 1 + 1  # the 8-, 64-, 512- and 4096-point chunks
+    assert all(wall == _wall(step) for step, wall in stored)
