@@ -62,7 +62,12 @@ def run_sweep(service: Service, spec: dict[str, Any], trials: int) -> dict[str, 
     body = {
         "name": "bench-overhead",
         "spec": spec,
-        "space": {"config.ppo.learning_rate": {"choice": [1e-3, 1e-6]}},
+        # The seed varies too: trials with equal values are identical runs (one seed), and
+        # ASHA never prunes a tie, so a space of the learning rate alone pruned nothing.
+        "space": {
+            "config.ppo.learning_rate": {"choice": [1e-3, 1e-6]},
+            "config.seed": {"int_uniform": [0, 10_000]},
+        },
         "method": "random",
         "max_trials": trials,
         "parallel": 1,
