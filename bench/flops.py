@@ -42,7 +42,7 @@ import jax.numpy as jnp
 from flax import nnx
 
 from bench.jax_setup import enable_compilation_cache
-from bench.nnx_runner import nnx_settings, train_config
+from bench.nnx_runner import make_networks, nnx_settings, train_config
 from bench.runs import write_results
 from bench.settings import PRESETS
 from nnx_ppo import envs
@@ -50,7 +50,6 @@ from nnx_ppo.algorithms.carry import split_state, traced_step
 from nnx_ppo.algorithms.host_loop import scan_iterations
 from nnx_ppo.algorithms.step import ppo_iteration
 from nnx_ppo.algorithms.training import training_state_for
-from nnx_ppo.networks import factories
 
 CHUNK = 32
 """Iterations per jitted call, as ``train_ppo`` runs them."""
@@ -131,15 +130,7 @@ def iteration_seconds(settings: Mapping[str, Any], calls: int) -> tuple[float, n
     cfg = nnx_settings(settings)
     config = train_config(cfg)
     env = envs.load(cfg.env, {"impl": cfg.physics_impl, "episode_length": cfg.episode_length})
-    networks = factories.make_mlp_actor_critic(
-        env.observation_size,
-        env.action_size,
-        rngs=nnx.Rngs(cfg.seed),
-        actor_hidden_sizes=cfg.policy_hidden,
-        critic_hidden_sizes=cfg.value_hidden,
-        normalize_obs=cfg.normalize_observations,
-        entropy_weight=cfg.entropy_cost,
-    )
+    networks = make_networks(cfg, env)
     state = training_state_for(env, networks, config)
     graphdef, carry = split_state(state)
     step = traced_step(graphdef, lambda s, _extra: ppo_iteration(env, s, config.ppo))

@@ -229,6 +229,19 @@ def train_config(
     return C.TrainConfig(ppo=ppo, eval=evaluation, seed=cfg.seed, devices=devices)
 
 
+def make_networks(cfg: BraxPPOSettings, env: Any) -> nnx.Module:
+    """The actor-critic of ``cfg`` for ``env`` (see the module docstring for the mapping)."""
+    return factories.make_mlp_actor_critic(
+        env.observation_size,
+        env.action_size,
+        rngs=nnx.Rngs(cfg.seed),
+        actor_hidden_sizes=cfg.policy_hidden,
+        critic_hidden_sizes=cfg.value_hidden,
+        normalize_obs=cfg.normalize_observations,
+        entropy_weight=cfg.entropy_cost,
+    )
+
+
 def run_nnx_ppo(settings: Mapping[str, Any]) -> dict[str, Any]:
     """Trains nnx-ppo on a Playground env and reports throughput, compile time and learning.
 
@@ -275,15 +288,7 @@ def run_nnx_ppo(settings: Mapping[str, Any]) -> dict[str, Any]:
     cache_files_before = count_files(cache_dir)
     env = envs.load(cfg.env, {"impl": cfg.physics_impl, "episode_length": cfg.episode_length})
     log = _HostLog(t0=time.perf_counter())
-    networks = factories.make_mlp_actor_critic(
-        env.observation_size,
-        env.action_size,
-        rngs=nnx.Rngs(cfg.seed),
-        actor_hidden_sizes=cfg.policy_hidden,
-        critic_hidden_sizes=cfg.value_hidden,
-        normalize_obs=cfg.normalize_observations,
-        entropy_weight=cfg.entropy_cost,
-    )
+    networks = make_networks(cfg, env)
     result = ppo.train_ppo(env, networks, config, log_fn=log.on_metrics)
     total_seconds = time.perf_counter() - log.t0
     out = _result(cfg, log, total_seconds, result.total_steps)

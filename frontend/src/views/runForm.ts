@@ -7,15 +7,7 @@
  */
 
 import { api } from "../api/client";
-import { ApiError } from "../api/http";
-import {
-  TERMINAL_STATUSES,
-  type CheckpointRef,
-  type Run,
-  type RunKind,
-  type RunSpec,
-  type ValidationErrorItem,
-} from "../api/types";
+import { TERMINAL_STATUSES, type CheckpointRef, type Run, type RunKind, type RunSpec } from "../api/types";
 import { h } from "../dom";
 import { createCheckpointPicker } from "../form/checkpointPicker";
 import { createEnvField } from "../form/envField";
@@ -23,11 +15,12 @@ import { createFieldControl, type FieldControl } from "../form/fieldControl";
 import { configSections, networkSection, type Section } from "../form/fields";
 import { createPresetFiller, presetSummary, specFromPreset } from "../form/presetFill";
 import { sectionTarget, simpleField, type ErrorTarget } from "../form/formTargets";
-import { errorTarget, getPath, locToPath, sameJson, setPath } from "../form/specPaths";
+import { errorTarget, getPath, sameJson, setPath } from "../form/specPaths";
 import { navigate } from "../nav";
 import type { RouteContext } from "../router";
 import { describeError, errorBox } from "./common";
 import { createSpecTabs } from "./specTabs";
+import { submitSpec } from "./submitSpec";
 
 export function runFormView(main: HTMLElement, { query }: RouteContext): () => void {
   let left = false;
@@ -332,26 +325,18 @@ export function runFormView(main: HTMLElement, { query }: RouteContext): () => v
 
   async function submit(body: RunSpec | string): Promise<void> {
     clearErrors();
-    submitButton.disabled = true;
-    specTabs.setBusy(true);
-    try {
-      const run = await api.submitRun(body);
-      if (!left) navigate(`/runs/${encodeURIComponent(run.id)}`);
-    } catch (error) {
-      if (error instanceof ApiError && error.status === 422 && error.validationErrors.length) {
-        showProblems(
-          error.validationErrors.map((item: ValidationErrorItem) => ({
-            path: locToPath(item.loc),
-            message: item.msg,
-          })),
-        );
-      } else if (!(error instanceof ApiError && error.status === 401)) {
-        generalErrors.replaceChildren(errorBox(`Submit failed: ${describeError(error)}`));
-      }
-    } finally {
-      submitButton.disabled = false;
-      specTabs.setBusy(false);
-    }
+    await submitSpec({
+      send: () => api.submitRun(body),
+      onCreated: (run) => {
+        if (!left) navigate(`/runs/${encodeURIComponent(run.id)}`);
+      },
+      showProblems: showProblems,
+      generalErrors,
+      setBusy: (busy) => {
+        submitButton.disabled = busy;
+        specTabs.setBusy(busy);
+      },
+    });
   }
 
   const form = h(

@@ -8,12 +8,11 @@
  */
 
 import { api } from "../api/client";
-import { ApiError } from "../api/http";
-import type { Run, RunSpec, SweepCreate, ValidationErrorItem } from "../api/types";
+import type { Run, RunSpec, SweepCreate } from "../api/types";
 import { h, uid } from "../dom";
 import { configSections, networkSection } from "../form/fields";
 import { sectionTarget, simpleField, type ErrorTarget } from "../form/formTargets";
-import { errorTarget, locToPath } from "../form/specPaths";
+import { errorTarget } from "../form/specPaths";
 import { navigate } from "../nav";
 import type { RouteContext } from "../router";
 import {
@@ -34,6 +33,7 @@ import {
 } from "../sweeps/sweepBody";
 import { describeError, errorBox } from "./common";
 import { createSpecTabs } from "./specTabs";
+import { submitSpec } from "./submitSpec";
 
 const KIND_LABELS: Record<SpaceKind, string> = {
   log_uniform: "log uniform",
@@ -345,26 +345,18 @@ export function sweepFormView(main: HTMLElement, { query }: RouteContext): () =>
 
   async function submit(body: SweepCreate | string): Promise<void> {
     clearErrors();
-    submitButton.disabled = true;
-    specTabs.setBusy(true);
-    try {
-      const sweep = await api.submitSweep(body);
-      if (!left) navigate(`/sweeps/${encodeURIComponent(sweep.id)}`);
-    } catch (error) {
-      if (error instanceof ApiError && error.status === 422 && error.validationErrors.length) {
-        showServerProblems(
-          error.validationErrors.map((item: ValidationErrorItem) => ({
-            path: locToPath(item.loc),
-            message: item.msg,
-          })),
-        );
-      } else if (!(error instanceof ApiError && error.status === 401)) {
-        generalErrors.replaceChildren(errorBox(`Submit failed: ${describeError(error)}`));
-      }
-    } finally {
-      submitButton.disabled = false;
-      specTabs.setBusy(false);
-    }
+    await submitSpec({
+      send: () => api.submitSweep(body),
+      onCreated: (sweep) => {
+        if (!left) navigate(`/sweeps/${encodeURIComponent(sweep.id)}`);
+      },
+      showProblems: showServerProblems,
+      generalErrors,
+      setBusy: (busy) => {
+        submitButton.disabled = busy;
+        specTabs.setBusy(busy);
+      },
+    });
   }
 
   const form = h(
