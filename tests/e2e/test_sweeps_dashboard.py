@@ -7,6 +7,7 @@ to tests/e2e/artifacts/."""
 
 from __future__ import annotations
 
+import contextlib
 import json
 import re
 import time
@@ -24,6 +25,7 @@ pytestmark = [
 ]
 playwright = pytest.importorskip("playwright.sync_api", reason="playwright is not installed")
 expect = playwright.expect
+PlaywrightTimeoutError = playwright.TimeoutError
 
 LR = "config.ppo.learning_rate"
 SIZES = "network.actor_hidden_sizes"
@@ -169,6 +171,10 @@ def test_sweep_around_a_run_follow_it_filter_and_compare(server, desktop):
     # At a phone's width the page does not scroll sideways (the table scrolls in its box).
     page.set_viewport_size({"width": 375, "height": 800})
     expect(lines).to_have_count(4)
+    with contextlib.suppress(PlaywrightTimeoutError):  # the charts resize on their observer
+        page.wait_for_function(
+            "document.documentElement.scrollWidth <= window.innerWidth", timeout=5_000
+        )
     overflow = page.evaluate("document.documentElement.scrollWidth - window.innerWidth")
     assert overflow <= 0, f"the sweep page is {overflow}px wider than a 375px screen"
     screenshot(page, "phone-sweep-page")
