@@ -18,6 +18,7 @@ import {
   progressBar,
   statusBadge,
 } from "./common";
+import { cancelButton as makeCancelButton, deleteButton as makeDeleteButton } from "./actionButtons";
 import { confirmAction } from "./confirmDialog";
 import { RunCharts } from "./runCharts";
 import { RunMeta } from "./runMeta";
@@ -120,44 +121,29 @@ export function runPageView(main: HTMLElement, { params, query }: RouteContext):
   let actionsState = "";
   header.replaceChildren(loading());
 
-  const cancelButton = (): HTMLButtonElement => {
-    const button = h("button", { type: "button", class: "danger" }, "Cancel run");
-    button.addEventListener("click", async () => {
-      button.disabled = true;
-      button.textContent = "Cancelling…";
-      try {
-        await api.cancelRun(runId);
-        await refreshRun();
-      } catch (error) {
-        errorSlot.replaceChildren(errorBox(`Cancel failed: ${describeError(error)}`));
-        button.disabled = false;
-        button.textContent = "Cancel run";
-      }
+  const cancelButton = (): HTMLButtonElement =>
+    makeCancelButton({
+      label: "Cancel run",
+      cancel: () => api.cancelRun(runId),
+      refresh: refreshRun,
+      errorSlot,
     });
-    return button;
-  };
 
-  const deleteButton = (): HTMLButtonElement => {
-    const button = h("button", { type: "button", class: "danger" }, "Delete run");
-    button.addEventListener("click", async () => {
-      const name = run?.name || runId;
-      const ok = await confirmAction(
-        `Delete ${name}?`,
-        "Its metrics, checkpoints and videos are deleted for good.",
-        "Delete",
-      );
-      if (!ok || left) return;
-      button.disabled = true;
-      try {
-        await api.deleteRun(runId);
-        navigate("/");
-      } catch (error) {
-        errorSlot.replaceChildren(errorBox(`Delete failed: ${describeError(error)}`));
-        button.disabled = false;
-      }
+  const deleteButton = (): HTMLButtonElement =>
+    makeDeleteButton({
+      label: "Delete run",
+      confirm: async () => {
+        const ok = await confirmAction(
+          `Delete ${run?.name || runId}?`,
+          "Its metrics, checkpoints and videos are deleted for good.",
+          "Delete",
+        );
+        return ok && !left;
+      },
+      remove: () => api.deleteRun(runId),
+      done: () => navigate("/"),
+      errorSlot,
     });
-    return button;
-  };
 
   /** Updates the header in place; the action buttons are rebuilt only when they change,
    * so keyboard focus survives live updates. */

@@ -37,6 +37,7 @@ import {
   type SortState,
 } from "../sweeps/trials";
 import { describeError, errorBox, loading, PALETTE, statusBadge } from "./common";
+import { cancelButton as makeCancelButton, deleteButton as makeDeleteButton } from "./actionButtons";
 import { confirmAction } from "./confirmDialog";
 
 const REFRESH_MS = 300;
@@ -194,45 +195,31 @@ export function sweepPageView(main: HTMLElement, { params }: RouteContext): () =
     }
   };
 
-  const cancelButton = (cancelling: boolean): HTMLButtonElement => {
-    const button = h("button", { type: "button", class: "danger", disabled: cancelling }, "Cancel sweep");
-    if (cancelling) button.textContent = "Cancelling…";
-    button.addEventListener("click", async () => {
-      button.disabled = true;
-      button.textContent = "Cancelling…";
-      try {
-        await api.cancelSweep(sweepId);
-        await refresh();
-      } catch (error) {
-        problem.replaceChildren(errorBox(`Cancel failed: ${describeError(error)}`));
-        button.disabled = false;
-        button.textContent = "Cancel sweep";
-      }
+  const cancelButton = (cancelling: boolean): HTMLButtonElement =>
+    makeCancelButton({
+      label: "Cancel sweep",
+      cancelling,
+      cancel: () => api.cancelSweep(sweepId),
+      refresh,
+      errorSlot: problem,
     });
-    return button;
-  };
 
-  const deleteButton = (): HTMLButtonElement => {
-    const button = h("button", { type: "button", class: "danger" }, "Delete sweep");
-    button.addEventListener("click", async () => {
-      const count = sweep?.trials.length ?? 0;
-      const ok = await confirmAction(
-        `Delete ${sweep?.name ?? sweepId}?`,
-        `The sweep and its ${count} trial run${count === 1 ? "" : "s"} (metrics, checkpoints, videos) are deleted for good.`,
-        "Delete",
-      );
-      if (!ok || left) return;
-      button.disabled = true;
-      try {
-        await api.deleteSweep(sweepId);
-        navigate("/sweeps");
-      } catch (error) {
-        problem.replaceChildren(errorBox(`Delete failed: ${describeError(error)}`));
-        button.disabled = false;
-      }
+  const deleteButton = (): HTMLButtonElement =>
+    makeDeleteButton({
+      label: "Delete sweep",
+      confirm: async () => {
+        const count = sweep?.trials.length ?? 0;
+        const ok = await confirmAction(
+          `Delete ${sweep?.name ?? sweepId}?`,
+          `The sweep and its ${count} trial run${count === 1 ? "" : "s"} (metrics, checkpoints, videos) are deleted for good.`,
+          "Delete",
+        );
+        return ok && !left;
+      },
+      remove: () => api.deleteSweep(sweepId),
+      done: () => navigate("/sweeps"),
+      errorSlot: problem,
     });
-    return button;
-  };
 
   const columns = (): { label: string; key: SortKey; title?: string }[] => [
     { label: "Trial", key: { kind: "trial" } },
