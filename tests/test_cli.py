@@ -106,3 +106,23 @@ def test_the_rate_counts_one_point_per_burst_of_logs():
     for step, wall_time in ((1000, 10.0), (2000, 10.001), (3000, 12.0), (4000, 12.001)):
         rate.add(wall_time, step)
     assert rate.per_second() == 1000.0  # (3000 - 1000) / (12 - 10)
+
+
+def test_a_seed_override_trains_with_that_seed(capsys, tmp_path):
+    # `seed=N` was parsed into the config but training used --seed's default (0): seed=3
+    # and seed=5 trained the same run and --json said seed 0. 1,024 steps are one
+    # iteration of PointReach's preset (64 envs x 16 steps), evaluated at its end.
+    rewards = {}
+    for seed in (3, 5):
+        result = tmp_path / f"seed{seed}.json"
+        argv = ["train", "PointReach", "--steps", "1024", f"seed={seed}", "--json", str(result)]
+        assert main([*argv, "--cache-dir", str(tmp_path)]) == 0
+        written = json.loads(result.read_text())
+        assert written["seed"] == seed and written["preset"]["config"]["seed"] == seed
+        rewards[seed] = written["eval_history"][-1]["eval/episode_reward"]
+    capsys.readouterr()
+    assert rewards[3] != rewards[5], rewards
+    assert main(["train", "PointReach", "--seed", "3", "seed=5", "--print-config"]) == 2
+    assert "give the seed once" in capsys.readouterr().err
+    assert main(["train", "PointReach", "--seed", "4", "--print-config"]) == 0
+    assert json.loads(capsys.readouterr().out)["config"]["seed"] == 4
