@@ -111,20 +111,24 @@ def _train(args: argparse.Namespace) -> int:
 
 
 def _envs() -> int:
+    """One line per env (stdout); the count and, once, the fix for missing assets (stderr)."""
     from nnx_ppo import catalogue
 
     names = catalogue.env_names()
     width = max(len(n) for n in names)
     unavailable = 0
     for name in names:
-        reason = catalogue.missing_assets(name)
-        source = catalogue.source_of(name)
-        if reason is None:
-            print(f"{name:<{width}}  {source:<10}  available")
-        else:
-            unavailable += 1
-            print(f"{name:<{width}}  {source:<10}  UNAVAILABLE: {reason}")
+        missing = catalogue.missing_folders(name)
+        status = "available"
+        if missing is None:
+            status = "UNAVAILABLE: needs MuJoCo Playground (not installed)"
+        elif missing:
+            status = f"UNAVAILABLE: missing {', '.join(str(m) for m in missing)}"
+        unavailable += status != "available"
+        print(f"{name:<{width}}  {catalogue.source_of(name):<10}  {status}")
     print(f"{len(names)} envs, {len(names) - unavailable} available", file=sys.stderr)
+    if unavailable:
+        print(f"Missing MuJoCo Menagerie assets: {catalogue.menagerie_fix()}", file=sys.stderr)
     return 0
 
 
