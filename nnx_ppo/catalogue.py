@@ -17,6 +17,7 @@ instead; ``nnx_ppo.envs.load`` then points Playground at it.
 
 from __future__ import annotations
 
+import difflib
 import importlib.util
 import os
 from pathlib import Path
@@ -108,6 +109,18 @@ MENAGERIE_ASSETS: dict[str, tuple[str, ...]] = {**_LOCOMOTION, **_MANIPULATION}
 def env_names() -> list[str]:
     """Every env name ``nnx_ppo.envs.load`` knows: built-in envs first, then Playground's."""
     return [*BUILTIN_ENV_NAMES, *PLAYGROUND_FAMILIES]
+
+
+def did_you_mean(name: object) -> str:
+    """``" (did you mean 'PointReach'?)"`` for a misspelt env name: the known names closest
+    to it (``difflib``, case-insensitive); ``""`` when none is close."""
+    if not isinstance(name, str):
+        return ""
+    by_lower = {known.lower(): known for known in env_names()}
+    close = difflib.get_close_matches(name.lower(), list(by_lower), n=3, cutoff=0.7)
+    if not close:
+        return ""
+    return f" (did you mean {' or '.join(repr(by_lower[c]) for c in close)}?)"
 
 
 def source_of(name: str) -> str:

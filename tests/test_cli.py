@@ -4,6 +4,8 @@ from __future__ import annotations
 
 import json
 
+import pytest
+
 from nnx_ppo import catalogue
 from nnx_ppo.cli import main
 from nnx_ppo.progress import StepRate
@@ -75,7 +77,16 @@ def test_bad_overrides_are_one_line_naming_the_key(capsys):
 def test_unknown_preset_is_a_clear_error(capsys):
     assert main(["train", "--preset", "NoSuchPreset"]) == 2
     err = capsys.readouterr().err
-    assert "NoSuchPreset" in err and "CartpoleBalance" in err
+    assert "NoSuchPreset" in err and "CartpoleBalance" in err and "did you mean" not in err
+    assert main(["train", "cartpolebalanse", "--print-config"]) == 2
+    assert "'cartpolebalanse' (did you mean 'CartpoleBalance' or" in capsys.readouterr().err
+
+
+def test_a_misspelt_env_name_gets_a_suggestion():
+    from nnx_ppo import envs
+
+    with pytest.raises(ValueError, match=r"'PointReech' \(did you mean 'PointReach'"):
+        envs.load("PointReech")
 
 
 def test_invalid_step_count_is_a_clear_error(capsys, tmp_path):
