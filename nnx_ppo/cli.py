@@ -17,6 +17,12 @@ import sys
 import time
 from typing import Any
 
+COMMANDS = {
+    "envs": "list every env; the unavailable ones with the reason",
+    "train": "train an env's preset here (no service) and print its evaluations",
+}
+"""The library's commands with their one-line help."""
+
 
 def _resolve(args: argparse.Namespace) -> Any:
     """The preset to train: from ``--config`` or the env's preset, with ``--variant``,
@@ -136,10 +142,10 @@ def main(argv: list[str] | None = None) -> int:
     """Entry point of the ``nnx-ppo`` console script."""
     parser = argparse.ArgumentParser(prog="nnx-ppo", description=__doc__.split("\n\n")[0])
     sub = parser.add_subparsers(dest="command", required=True)
-    sub.add_parser("envs", help="list every env; the unavailable ones with the reason")
+    sub.add_parser("envs", help=COMMANDS["envs"])
     train = sub.add_parser(
         "train",
-        help="train an env's preset and print its evaluations",
+        help=COMMANDS["train"],
         description=__doc__.split("\n\n", 1)[1],
     )
     train.add_argument(
