@@ -35,6 +35,12 @@ def _parser() -> argparse.ArgumentParser:
     serve.add_argument("--port", type=int, help="port (default 8000)")
     serve.add_argument("--no-worker", action="store_true", help="start the API alone")
     serve.add_argument(
+        "--new-token",
+        action="store_true",
+        help="replace the access token kept in the data directory (the old one stops working; "
+        "NNX_PPO_API_TOKEN, when set, is the token either way)",
+    )
+    serve.add_argument(
         "--public-url",
         help="the API's URL as run processes on other nodes reach it (Ray executor; "
         "default http://HOST:PORT)",
@@ -75,10 +81,11 @@ def _parser() -> argparse.ArgumentParser:
     return parser
 
 
-def _settings(args: argparse.Namespace) -> Any:
+def _settings(args: argparse.Namespace, api_token: str | None = None) -> Any:
     from server.settings import Settings
 
     overrides = {
+        "api_token": api_token,
         "host": getattr(args, "host", None),
         "port": getattr(args, "port", None),
         "data_dir": args.data_dir,
@@ -97,11 +104,18 @@ def serve(args: argparse.Namespace) -> int:
 
     from server.app import create_app
     from server.store.db import migrate
-    from server.token_file import write_token_file
+    from server.token_file import service_token
 
+    # uvicorn stops gracefully on SIGTERM, then raises the signal again with the handler it
+    # found: the default one would end the process with -SIGTERM after a clean stop. The
+    # same for Ctrl-C (SIGINT), whose default is a KeyboardInterrupt traceback; the children
+    # ignore it (server.child_processes) and are stopped in order by the API.
+    signal.signal(signal.SIGTERM, _exit_cleanly)
+    signal.signal(signal.SIGINT, _exit_interrupted)
     settings = _settings(args)
     settings.ensure_dirs()
-    write_token_file(settings.data_dir, settings.token)
+    token = service_token(settings.data_dir, settings.api_token, rotate=args.new_token)
+    settings = _settings(args, api_token=token)
     migrate(settings.db_url)
     app = create_app(settings, with_worker=not args.no_worker)
     shown = "127.0.0.1" if settings.host in ("0.0.0.0", "::") else settings.host
@@ -112,9 +126,6 @@ def serve(args: argparse.Namespace) -> int:
         flush=True,
     )
     print(f"Dashboard: http://{shown}:{settings.port}/?token={settings.token}", flush=True)
-    # uvicorn stops gracefully on SIGTERM, then raises the signal again with the handler it
-    # found: the default one would end the process with -SIGTERM after a clean stop.
-    signal.signal(signal.SIGTERM, _exit_cleanly)
     uvicorn.run(
         app,
         host=settings.host,
@@ -129,6 +140,10 @@ def serve(args: argparse.Namespace) -> int:
 
 def _exit_cleanly(_signum: int, _frame: Any) -> None:
     raise SystemExit(0)
+
+
+def _exit_interrupted(_signum: int, _frame: Any) -> None:
+    raise SystemExit(130)  # a shell's status for a command ended by Ctrl-C
 
 
 def worker(args: argparse.Namespace) -> int:
