@@ -6,13 +6,13 @@ from __future__ import annotations
 
 import json
 import re
-import subprocess
-import sys
 from pathlib import Path
 from typing import Any
 
+import pytest
+
 from tests.client.helpers import load_checkpoint_step, nnx_ppo
-from tests.service_harness import ROOT, Service, free_port, tiny_ppo_spec
+from tests.service_harness import Service, free_port, tiny_ppo_spec
 
 
 def _one_error_line(result: Any, *needles: str) -> None:
@@ -122,23 +122,19 @@ def test_export_to_tensorboard(
     _one_error_line(nnx_ppo(service, "export", run_id, "--to", "wandb"), "--project")
 
 
-def test_help_lists_every_command() -> None:
-    from server.cli import COMMANDS
+def test_help_lists_every_command(capsys: pytest.CaptureFixture[str]) -> None:
+    from server.cli import COMMANDS, main
 
-    result = subprocess.run(
-        [sys.executable, "-m", "server.cli", "--help"], capture_output=True, text=True, cwd=ROOT
-    )
-    assert result.returncode == 0, result.stderr
-    lines = result.stdout.splitlines()
-    listed = {line.split()[0] for line in lines if re.match(r"    \S", line)}  # not wrapped
+    with pytest.raises(SystemExit) as exited:
+        main(["--help"])
+    out = capsys.readouterr().out
+    assert exited.value.code == 0
+    listed = {line.split()[0] for line in out.splitlines() if re.match(r"    \S", line)}
     expected = {"serve", "worker", "envs", "train", "submit", "ls", "watch", "logs"}
     expected |= {"cancel", "delete", "pull", "export", "sweep"}
-    assert expected <= listed == set(COMMANDS), result.stdout
+    assert expected <= listed == set(COMMANDS), out
     for command in COMMANDS:  # and each one's own help
-        own = subprocess.run(
-            [sys.executable, "-m", "server.cli", command, "--help"],
-            capture_output=True,
-            text=True,
-            cwd=ROOT,
-        )
-        assert own.returncode == 0 and "usage: nnx-ppo " + command in own.stdout, own
+        with pytest.raises(SystemExit) as exited:
+            main([command, "--help"])
+        assert exited.value.code == 0
+        assert f"usage: nnx-ppo {command}" in capsys.readouterr().out, command
