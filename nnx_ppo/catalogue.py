@@ -17,6 +17,7 @@ instead; ``nnx_ppo.envs.load`` then points Playground at it.
 
 from __future__ import annotations
 
+import difflib
 import importlib.util
 import os
 from pathlib import Path
@@ -110,6 +111,18 @@ def env_names() -> list[str]:
     return [*BUILTIN_ENV_NAMES, *PLAYGROUND_FAMILIES]
 
 
+def did_you_mean(name: object) -> str:
+    """``" (did you mean 'PointReach'?)"`` for a misspelt env name: the known names closest
+    to it (``difflib``, case-insensitive); ``""`` when none is close."""
+    if not isinstance(name, str):
+        return ""
+    by_lower = {known.lower(): known for known in env_names()}
+    close = difflib.get_close_matches(name.lower(), list(by_lower), n=3, cutoff=0.7)
+    if not close:
+        return ""
+    return f" (did you mean {' or '.join(repr(by_lower[c]) for c in close)}?)"
+
+
 def source_of(name: str) -> str:
     """``"builtin"`` or ``"playground"``."""
     return "builtin" if name in BUILTIN_ENV_NAMES else "playground"
@@ -134,21 +147,36 @@ def menagerie_dir() -> Path | None:
     return playground_menagerie_dir()
 
 
+def missing_folders(name: str) -> list[Path] | None:
+    """The Menagerie folders ``name`` needs that are missing here (``[]``: none), or None
+    when it needs Menagerie and MuJoCo Playground is not installed."""
+    needed = MENAGERIE_ASSETS.get(name)
+    if not needed:
+        return []
+    root = menagerie_dir()
+    if root is None:
+        return None
+    return [root / folder for folder in needed if not (root / folder).is_dir()]
+
+
+def menagerie_fix() -> str:
+    """How to provide the Menagerie assets (one sentence, for every env that lacks them)."""
+    return (
+        f"get a copy (git clone {MENAGERIE_URL} && git -C mujoco_menagerie checkout "
+        f"{MENAGERIE_COMMIT}) and set {MENAGERIE_ENV_VAR} to its directory"
+    )
+
+
 def missing_assets(name: str) -> str | None:
     """Why ``name`` cannot load on this machine (its Menagerie folders are missing, with
     the fix), or None when nothing is missing (or it needs no Menagerie)."""
-    needed = MENAGERIE_ASSETS.get(name)
-    if not needed:
-        return None
-    root = menagerie_dir()
-    if root is None:
+    missing = missing_folders(name)
+    if missing is None:
         return f"env {name!r} needs MuJoCo Playground, which is not installed"
-    missing = [folder for folder in needed if not (root / folder).is_dir()]
     if not missing:
         return None
-    where = ", ".join(str(root / folder) for folder in missing)
+    where = ", ".join(str(folder) for folder in missing)
     return (
-        f"env {name!r} needs MuJoCo Menagerie assets that are missing: {where}. Fix: get a "
-        f"copy (git clone {MENAGERIE_URL} && git -C mujoco_menagerie checkout "
-        f"{MENAGERIE_COMMIT}) and set {MENAGERIE_ENV_VAR} to its directory"
+        f"env {name!r} needs MuJoCo Menagerie assets that are missing: {where}. "
+        f"Fix: {menagerie_fix()}"
     )

@@ -17,15 +17,27 @@ import sys
 import time
 from typing import Any
 
+COMMANDS = {
+    "envs": "list every env; the unavailable ones with the reason",
+    "train": "train an env's preset here (no service) and print its evaluations",
+}
+"""The library's commands with their one-line help."""
+
 
 def _resolve(args: argparse.Namespace) -> Any:
     """The preset to train: from ``--config`` or the env's preset, with ``--variant``,
-    ``--n-envs``, ``--steps`` and the dotted overrides applied (in that order)."""
+    ``--n-envs``, ``--steps`` and the dotted overrides applied (in that order; ``--seed N``
+    is the override ``seed=N``)."""
     from nnx_ppo import presets
     from nnx_ppo.presets import overrides
 
     names = [a for a in args.items if "=" not in a]
     assignments = [overrides.parse_assignment(a) for a in args.items if "=" in a]
+    if args.seed is not None:
+        given = [value for key, value in assignments if key == "seed"]
+        if given and given != [args.seed]:
+            raise ValueError(f"give the seed once: --seed {args.seed} or seed={given[0]}")
+        assignments.insert(0, ("seed", args.seed))
     if len(names) > 1 or (names and args.preset):
         raise ValueError(f"give one env name, got {[*names, *filter(None, [args.preset])]}")
     name = names[0] if names else args.preset
@@ -63,7 +75,8 @@ def _train(args: argparse.Namespace) -> int:
     enable_compilation_cache(args.cache_dir)
     env = envs.load(preset.env, preset.env_overrides)
     config = preset.config
-    networks = preset.make_networks(env.observation_size, env.action_size, args.seed)
+    seed = config.seed  # from the preset, --seed or seed=N: the one the run trains with
+    networks = preset.make_networks(env.observation_size, env.action_size, seed)
     start = time.perf_counter()
     total = config.ppo.total_steps
     rate = StepRate(min_interval_s=0.05)
@@ -84,7 +97,7 @@ def _train(args: argparse.Namespace) -> int:
 
     with progress:
         task = progress.add_task("training", total=total, sps="", eta="", reward="")
-        result = train_ppo(env, networks, config, seed=args.seed, log_fn=log)
+        result = train_ppo(env, networks, config, log_fn=log)
     if args.json is not None:
         history = [
             {"step": e["step"], "wall_s": eval_wall.get(e["step"]), **e}
@@ -93,7 +106,7 @@ def _train(args: argparse.Namespace) -> int:
         report = {
             "preset": overrides.to_json(preset),
             "env": preset.env,
-            "seed": args.seed,
+            "seed": seed,
             "total_steps": int(result.total_steps),
             "wall_s": time.perf_counter() - start,
             "eval_history": history,
@@ -104,20 +117,24 @@ def _train(args: argparse.Namespace) -> int:
 
 
 def _envs() -> int:
+    """One line per env (stdout); the count and, once, the fix for missing assets (stderr)."""
     from nnx_ppo import catalogue
 
     names = catalogue.env_names()
     width = max(len(n) for n in names)
     unavailable = 0
     for name in names:
-        reason = catalogue.missing_assets(name)
-        source = catalogue.source_of(name)
-        if reason is None:
-            print(f"{name:<{width}}  {source:<10}  available")
-        else:
-            unavailable += 1
-            print(f"{name:<{width}}  {source:<10}  UNAVAILABLE: {reason}")
+        missing = catalogue.missing_folders(name)
+        status = "available"
+        if missing is None:
+            status = "UNAVAILABLE: needs MuJoCo Playground (not installed)"
+        elif missing:
+            status = f"UNAVAILABLE: missing {', '.join(str(m) for m in missing)}"
+        unavailable += status != "available"
+        print(f"{name:<{width}}  {catalogue.source_of(name):<10}  {status}")
     print(f"{len(names)} envs, {len(names) - unavailable} available", file=sys.stderr)
+    if unavailable:
+        print(f"Missing MuJoCo Menagerie assets: {catalogue.menagerie_fix()}", file=sys.stderr)
     return 0
 
 
@@ -125,10 +142,10 @@ def main(argv: list[str] | None = None) -> int:
     """Entry point of the ``nnx-ppo`` console script."""
     parser = argparse.ArgumentParser(prog="nnx-ppo", description=__doc__.split("\n\n")[0])
     sub = parser.add_subparsers(dest="command", required=True)
-    sub.add_parser("envs", help="list every env; the unavailable ones with the reason")
+    sub.add_parser("envs", help=COMMANDS["envs"])
     train = sub.add_parser(
         "train",
-        help="train an env's preset and print its evaluations",
+        help=COMMANDS["train"],
         description=__doc__.split("\n\n", 1)[1],
     )
     train.add_argument(
@@ -143,7 +160,9 @@ def main(argv: list[str] | None = None) -> int:
     train.add_argument(
         "--n-envs", type=int, default=None, help="envs (the minibatch count scales with it)"
     )
-    train.add_argument("--seed", type=int, default=0)
+    train.add_argument(
+        "--seed", type=int, default=None, help="the same as seed=N (default: the preset's)"
+    )
     train.add_argument("--config", default=None, help="read the preset from this JSON file")
     train.add_argument("--print-config", action="store_true", help="print the preset as JSON")
     train.add_argument("--json", default=None, metavar="PATH", help="write the result here")

@@ -32,6 +32,7 @@ from server.api import (
 from server.api.deps import Services
 from server.api.events_hub import ServiceEventsHub
 from server.api.stream_hub import StreamHub
+from server.api_docs import add_docs
 from server.security import COOKIE, AccessMiddleware, BodyTooLarge, token_matches
 from server.settings import Settings
 from server.spec.checker import EnvCatalogue, SpecChecker
@@ -89,7 +90,7 @@ def create_app(settings: Settings, *, with_worker: bool = True) -> FastAPI:
         version=__version__,
         lifespan=lifespan,
         openapi_url="/api/openapi.json",
-        docs_url="/api/docs",
+        docs_url=None,  # server.api_docs: the same pages with their assets served from here
         redoc_url=None,
     )
     api = APIRouter(prefix="/api")
@@ -97,6 +98,7 @@ def create_app(settings: Settings, *, with_worker: bool = True) -> FastAPI:
         api.include_router(module.router)
     app.include_router(api)
     _add_error_handlers(app)
+    add_docs(app, "/api/openapi.json")
     _add_dashboard(app, settings)
     app.add_middleware(
         AccessMiddleware,

@@ -1,5 +1,6 @@
 """The ``nnx-ppo`` console script: ``serve`` and ``worker`` here, the library's commands
-(``envs``, ``train``) in ``nnx_ppo.cli``."""
+(``envs``, ``train``) in ``nnx_ppo.cli``, the client's (``submit``, ``ls``, ...) in
+``nnx_ppo.client.cli``; ``nnx-ppo --help`` lists them all."""
 
 from __future__ import annotations
 
@@ -11,24 +12,34 @@ from typing import Any
 
 from pydantic import ValidationError
 
-SERVICE_COMMANDS = ("serve", "worker")
-CLIENT_COMMANDS = ("submit", "ls", "watch", "logs", "cancel", "pull", "export", "sweep")
-"""Commands on the service's API, in ``nnx_ppo.client.cli``."""
+from nnx_ppo.cli import COMMANDS as LIBRARY_COMMANDS
+from nnx_ppo.client.cli import COMMANDS as CLIENT_COMMANDS
+
+SERVICE_COMMANDS = {
+    "serve": "start the API, the dashboard and a local worker",
+    "worker": "run a worker supervisor alone, against the same database as the API",
+}
+COMMANDS = (*SERVICE_COMMANDS, *LIBRARY_COMMANDS, *CLIENT_COMMANDS)
+"""Every command of ``nnx-ppo``, in the order ``--help`` lists them."""
 
 
 def _parser() -> argparse.ArgumentParser:
     parser = argparse.ArgumentParser(
         prog="nnx-ppo",
-        description="PPO and distillation on MuJoCo Playground, and the service that runs it. "
-        "Library commands: `nnx-ppo envs`, `nnx-ppo train` (see `nnx-ppo train --help`). "
-        "Client commands: `nnx-ppo submit|ls|watch|logs|cancel|pull|export|sweep` "
-        "(each with --help).",
+        description="PPO and distillation on MuJoCo Playground, and the service that runs "
+        "it. `nnx-ppo COMMAND --help` describes each command.",
     )
-    sub = parser.add_subparsers(dest="command", required=True)
-    serve = sub.add_parser("serve", help="start the API, the dashboard and a local worker")
+    sub = parser.add_subparsers(dest="command", required=True, metavar="COMMAND")
+    serve = sub.add_parser("serve", help=SERVICE_COMMANDS["serve"])
     serve.add_argument("--host", help="interface to bind (default 127.0.0.1)")
     serve.add_argument("--port", type=int, help="port (default 8000)")
     serve.add_argument("--no-worker", action="store_true", help="start the API alone")
+    serve.add_argument(
+        "--new-token",
+        action="store_true",
+        help="replace the access token kept in the data directory (the old one stops working; "
+        "NNX_PPO_API_TOKEN, when set, is the token either way)",
+    )
     serve.add_argument(
         "--public-url",
         help="the API's URL as run processes on other nodes reach it (Ray executor; "
@@ -38,9 +49,7 @@ def _parser() -> argparse.ArgumentParser:
         "--allowed-hosts",
         help="comma-separated Host names accepted besides loopback (needed with --host 0.0.0.0)",
     )
-    worker = sub.add_parser(
-        "worker", help="run a worker supervisor alone, against the same database as the API"
-    )
+    worker = sub.add_parser("worker", help=SERVICE_COMMANDS["worker"])
     for command in (serve, worker):
         command.add_argument(
             "--data-dir", help="data directory (default ./nnx_ppo_data; env NNX_PPO_DATA_DIR)"
@@ -66,13 +75,17 @@ def _parser() -> argparse.ArgumentParser:
         command.add_argument(
             "--ray-address", help="the Ray cluster's head, HOST:PORT (env NNX_PPO_RAY_ADDRESS)"
         )
+    # Listed for --help; main() hands their arguments to their own modules' parsers.
+    for name, text in {**LIBRARY_COMMANDS, **CLIENT_COMMANDS}.items():
+        sub.add_parser(name, help=text, add_help=False)
     return parser
 
 
-def _settings(args: argparse.Namespace) -> Any:
+def _settings(args: argparse.Namespace, api_token: str | None = None) -> Any:
     from server.settings import Settings
 
     overrides = {
+        "api_token": api_token,
         "host": getattr(args, "host", None),
         "port": getattr(args, "port", None),
         "data_dir": args.data_dir,
@@ -91,11 +104,18 @@ def serve(args: argparse.Namespace) -> int:
 
     from server.app import create_app
     from server.store.db import migrate
-    from server.token_file import write_token_file
+    from server.token_file import service_token
 
+    # uvicorn stops gracefully on SIGTERM, then raises the signal again with the handler it
+    # found: the default one would end the process with -SIGTERM after a clean stop. The
+    # same for Ctrl-C (SIGINT), whose default is a KeyboardInterrupt traceback; the children
+    # ignore it (server.child_processes) and are stopped in order by the API.
+    signal.signal(signal.SIGTERM, _exit_cleanly)
+    signal.signal(signal.SIGINT, _exit_interrupted)
     settings = _settings(args)
     settings.ensure_dirs()
-    write_token_file(settings.data_dir, settings.token)
+    token = service_token(settings.data_dir, settings.api_token, rotate=args.new_token)
+    settings = _settings(args, api_token=token)
     migrate(settings.db_url)
     app = create_app(settings, with_worker=not args.no_worker)
     shown = "127.0.0.1" if settings.host in ("0.0.0.0", "::") else settings.host
@@ -106,9 +126,6 @@ def serve(args: argparse.Namespace) -> int:
         flush=True,
     )
     print(f"Dashboard: http://{shown}:{settings.port}/?token={settings.token}", flush=True)
-    # uvicorn stops gracefully on SIGTERM, then raises the signal again with the handler it
-    # found: the default one would end the process with -SIGTERM after a clean stop.
-    signal.signal(signal.SIGTERM, _exit_cleanly)
     uvicorn.run(
         app,
         host=settings.host,
@@ -125,6 +142,10 @@ def _exit_cleanly(_signum: int, _frame: Any) -> None:
     raise SystemExit(0)
 
 
+def _exit_interrupted(_signum: int, _frame: Any) -> None:
+    raise SystemExit(130)  # a shell's status for a command ended by Ctrl-C
+
+
 def worker(args: argparse.Namespace) -> int:
     from server.worker import supervisor
 
@@ -139,7 +160,7 @@ def main(argv: list[str] | None = None) -> int:
         from nnx_ppo.client import cli as client_cli
 
         return client_cli.main(argv)
-    if not argv or argv[0] not in (*SERVICE_COMMANDS, "-h", "--help"):
+    if argv and argv[0] in LIBRARY_COMMANDS:
         from nnx_ppo import cli
 
         return cli.main(argv)

@@ -4,6 +4,8 @@ from __future__ import annotations
 
 import json
 
+import pytest
+
 from nnx_ppo import catalogue
 from nnx_ppo.cli import main
 from nnx_ppo.progress import StepRate
@@ -26,10 +28,12 @@ def test_envs_marks_the_envs_whose_menagerie_assets_are_missing(capsys, tmp_path
     assert lines["CartpoleBalance"].endswith("available")
     spot = lines["SpotGetup"]
     assert "UNAVAILABLE" in spot and str(tmp_path / "boston_dynamics_spot") in spot
-    assert catalogue.MENAGERIE_ENV_VAR in spot  # the fix
     unavailable = sum("UNAVAILABLE" in line for line in lines.values())
     assert unavailable == len(catalogue.MENAGERIE_ASSETS) - 5  # Go1's five envs load
     assert f"{len(lines)} envs, {len(lines) - unavailable} available" in captured.err
+    # The fix is said once, not on each of the unavailable envs' lines.
+    assert (captured.out + captured.err).count(catalogue.menagerie_fix()) == 1
+    assert catalogue.MENAGERIE_ENV_VAR not in captured.out
 
 
 def test_train_prints_the_resolved_preset_with_overrides(capsys):
@@ -73,7 +77,16 @@ def test_bad_overrides_are_one_line_naming_the_key(capsys):
 def test_unknown_preset_is_a_clear_error(capsys):
     assert main(["train", "--preset", "NoSuchPreset"]) == 2
     err = capsys.readouterr().err
-    assert "NoSuchPreset" in err and "CartpoleBalance" in err
+    assert "NoSuchPreset" in err and "CartpoleBalance" in err and "did you mean" not in err
+    assert main(["train", "cartpolebalanse", "--print-config"]) == 2
+    assert "'cartpolebalanse' (did you mean 'CartpoleBalance' or" in capsys.readouterr().err
+
+
+def test_a_misspelt_env_name_gets_a_suggestion():
+    from nnx_ppo import envs
+
+    with pytest.raises(ValueError, match=r"'PointReech' \(did you mean 'PointReach'"):
+        envs.load("PointReech")
 
 
 def test_invalid_step_count_is_a_clear_error(capsys, tmp_path):
@@ -106,3 +119,23 @@ def test_the_rate_counts_one_point_per_burst_of_logs():
     for step, wall_time in ((1000, 10.0), (2000, 10.001), (3000, 12.0), (4000, 12.001)):
         rate.add(wall_time, step)
     assert rate.per_second() == 1000.0  # (3000 - 1000) / (12 - 10)
+
+
+def test_a_seed_override_trains_with_that_seed(capsys, tmp_path):
+    # `seed=N` was parsed into the config but training used --seed's default (0): seed=3
+    # and seed=5 trained the same run and --json said seed 0. 1,024 steps are one
+    # iteration of PointReach's preset (64 envs x 16 steps), evaluated at its end.
+    rewards = {}
+    for seed in (3, 5):
+        result = tmp_path / f"seed{seed}.json"
+        argv = ["train", "PointReach", "--steps", "1024", f"seed={seed}", "--json", str(result)]
+        assert main([*argv, "--cache-dir", str(tmp_path)]) == 0
+        written = json.loads(result.read_text())
+        assert written["seed"] == seed and written["preset"]["config"]["seed"] == seed
+        rewards[seed] = written["eval_history"][-1]["eval/episode_reward"]
+    capsys.readouterr()
+    assert rewards[3] != rewards[5], rewards
+    assert main(["train", "PointReach", "--seed", "3", "seed=5", "--print-config"]) == 2
+    assert "give the seed once" in capsys.readouterr().err
+    assert main(["train", "PointReach", "--seed", "4", "--print-config"]) == 0
+    assert json.loads(capsys.readouterr().out)["config"]["seed"] == 4

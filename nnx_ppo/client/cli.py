@@ -1,22 +1,31 @@
-"""The client's commands of the ``nnx-ppo`` console script: ``submit``, ``ls``, ``watch``,
-``logs``, ``cancel``, ``pull``, ``export``, ``sweep``. Errors print one line and exit
-non-zero (1: the service refused or cannot be reached; 2: bad input here)."""
+"""The client's commands of the ``nnx-ppo`` console script (``COMMANDS``). Errors print
+one line and exit non-zero (1: the service refused or cannot be reached; 2: bad input
+here)."""
 
 from __future__ import annotations
 
 import argparse
-import dataclasses
 import datetime
-import enum
 import json
 import sys
 from pathlib import Path
 from typing import Any
 
 from nnx_ppo.client.client import Client
-from nnx_ppo.client.errors import ClientError
+from nnx_ppo.client.errors import ClientError, Unauthorized
 
-COMMANDS = ("submit", "ls", "watch", "logs", "cancel", "pull", "export", "sweep")
+COMMANDS = {
+    "submit": "queue a run (a spec file, or --preset ENV --steps N)",
+    "ls": "list runs, newest first",
+    "watch": "follow a run live",
+    "logs": "a run's output",
+    "cancel": "stop a run",
+    "delete": "delete a finished run and its files",
+    "pull": "download a checkpoint (and videos)",
+    "export": "a finished run's scalars as a TensorBoard event file, or replayed into W&B",
+    "sweep": "start a hyperparameter sweep and follow it",
+}
+"""Each command with its one-line help."""
 
 
 def _parser() -> argparse.ArgumentParser:
@@ -29,34 +38,39 @@ def _parser() -> argparse.ArgumentParser:
     )
     parser = argparse.ArgumentParser(prog="nnx-ppo", description="The service from the shell.")
     sub = parser.add_subparsers(dest="command", required=True)
-    submit = sub.add_parser("submit", parents=[common], help="queue a run")
-    what = submit.add_mutually_exclusive_group(required=True)
-    what.add_argument("file", nargs="?", help="a run spec (JSON file; - for stdin)")
-    what.add_argument("--preset", help="a preset of nnx_ppo.presets.PRESETS")
+    submit = sub.add_parser("submit", parents=[common], help=COMMANDS["submit"])
+    submit.add_argument("file", nargs="?", help="a run spec (JSON file; - for stdin)")
+    submit.add_argument(
+        "--preset",
+        metavar="ENV",
+        help="instead of a file: train ENV with its preset (the service fills the spec)",
+    )
+    submit.add_argument("--steps", type=int, help="with --preset: total env steps")
     submit.add_argument("--name", help="the run's name")
     submit.add_argument("--tag", action="append", default=None, help="a tag (repeatable)")
     submit.add_argument("--follow", action="store_true", help="then watch it to its end")
-    ls = sub.add_parser("ls", parents=[common], help="list runs, newest first")
+    ls = sub.add_parser("ls", parents=[common], help=COMMANDS["ls"])
     ls.add_argument("--status")
     ls.add_argument("--kind")
     ls.add_argument("--tag")
     ls.add_argument("-q", "--query", help="search names")
     ls.add_argument("-n", "--limit", type=int, default=20)
-    for name, text in (("watch", "follow a run live"), ("cancel", "stop a run")):
-        sub.add_parser(name, parents=[common], help=text).add_argument("id")
-    logs = sub.add_parser("logs", parents=[common], help="a run's output")
+    for name in ("watch", "cancel", "delete"):
+        sub.add_parser(name, parents=[common], help=COMMANDS[name]).add_argument("id")
+    logs = sub.add_parser("logs", parents=[common], help=COMMANDS["logs"])
     logs.add_argument("id")
     logs.add_argument("-f", "--follow", action="store_true", help="keep printing new lines")
     logs.add_argument("--tail", type=int, help="only the last N lines")
-    pull = sub.add_parser("pull", parents=[common], help="download a checkpoint (and videos)")
+    pull = sub.add_parser("pull", parents=[common], help=COMMANDS["pull"])
     pull.add_argument("id")
     pull.add_argument("--step", type=int, help="the checkpoint's step (default: the newest)")
     pull.add_argument("--videos", action="store_true", help="also the run's videos")
     pull.add_argument("--dest", help="folder (default ./<id>)")
-    export = sub.add_parser("export", parents=[common], help="replay a finished run elsewhere")
+    export = sub.add_parser("export", parents=[common], help=COMMANDS["export"])
     export.add_argument("id")
-    export.add_argument("--to", choices=["wandb"], required=True)
-    export.add_argument("--project", required=True, help="the W&B project")
+    export.add_argument("--to", choices=["tensorboard", "wandb"], required=True)
+    export.add_argument("--dest", help="tensorboard: the log dir to write into (default ./ID)")
+    export.add_argument("--project", help="wandb: the W&B project (required)")
     export.add_argument("--entity", help="the W&B entity (team or user)")
     export.add_argument(
         "--mode",
@@ -64,9 +78,7 @@ def _parser() -> argparse.ArgumentParser:
         default="offline",
         help="offline (default; upload later with `wandb sync`) or online",
     )
-    sweep = sub.add_parser(
-        "sweep", parents=[common], help="start a hyperparameter sweep and follow it"
-    )
+    sweep = sub.add_parser("sweep", parents=[common], help=COMMANDS["sweep"])
     sweep.add_argument("file", help="a sweep (JSON file: spec, space, method, ...; - for stdin)")
     sweep.add_argument("--name", help="the sweep's name")
     sweep.add_argument("--no-follow", action="store_true", help="only submit it")
@@ -78,6 +90,9 @@ def main(argv: list[str]) -> int:
     try:
         with Client(args.url, args.token) as client:
             return int(_HANDLERS[args.command](client, args))
+    except Unauthorized as error:
+        print(f"error: {error.cli_message()}", file=sys.stderr)
+        return 1
     except ClientError as error:
         print(f"error: {error}", file=sys.stderr)
         return 1
@@ -89,7 +104,11 @@ def main(argv: list[str]) -> int:
 
 
 def _submit(client: Client, args: argparse.Namespace) -> int:
-    spec = preset_spec(args.preset) if args.preset else _read_spec(args.file)
+    if (args.file is None) == (args.preset is None):
+        raise ValueError("give a spec file or --preset ENV (one of them)")
+    if args.steps is not None and args.preset is None:
+        raise ValueError("--steps goes with --preset (a spec file sets config.ppo.total_steps)")
+    spec = preset_spec(args.preset, args.steps) if args.preset else _read_spec(args.file)
     if args.name:
         spec["name"] = args.name
     if args.tag:
@@ -127,45 +146,13 @@ def _read_spec(file: str, what: str = "a run spec") -> dict[str, Any]:
     return spec
 
 
-def preset_spec(name: str) -> dict[str, Any]:
-    """The run spec of ``nnx_ppo.presets.PRESETS[name]``: its env, network and config (the
-    config's fields that differ from ``TrainConfig()``'s defaults)."""
-    from nnx_ppo import presets
-
-    preset = presets.PRESETS.get(name)
-    if preset is None:
-        raise ValueError(f"unknown preset {name!r}; known: {', '.join(sorted(presets.PRESETS))}")
-    return {
-        "kind": "ppo",
-        "name": name,
-        "env": {"name": preset.env, "overrides": _jsonable(preset.env_overrides)},
-        "network": _jsonable(preset.network),
-        "config": _changed_fields(preset.config),
-    }
-
-
-def _changed_fields(config: Any) -> dict[str, Any]:
-    default = type(config)()
-    out: dict[str, Any] = {}
-    for field in dataclasses.fields(config):
-        value, base = getattr(config, field.name), getattr(default, field.name)
-        if dataclasses.is_dataclass(value):
-            nested = _changed_fields(value)
-            if nested:
-                out[field.name] = nested
-        elif value != base:
-            out[field.name] = _jsonable(value)
-    return out
-
-
-def _jsonable(value: Any) -> Any:
-    if isinstance(value, enum.Enum):
-        return int(value.value) if isinstance(value.value, int) else value.name
-    if isinstance(value, dict):
-        return {str(k): _jsonable(v) for k, v in value.items()}
-    if isinstance(value, list | tuple):
-        return [_jsonable(v) for v in value]
-    return value
+def preset_spec(env: str, total_steps: int | None = None) -> dict[str, Any]:
+    """The run spec of ``submit --preset ENV [--steps N]``: only what was given (the
+    service fills every other field from ENV's preset)."""
+    spec: dict[str, Any] = {"kind": "ppo", "env": {"name": env}}
+    if total_steps is not None:
+        spec["config"] = {"ppo": {"total_steps": total_steps}}
+    return spec
 
 
 def _ls(client: Client, args: argparse.Namespace) -> int:
@@ -244,7 +231,18 @@ def _pull(client: Client, args: argparse.Namespace) -> int:
     return 0
 
 
+def _delete(client: Client, args: argparse.Namespace) -> int:
+    client.delete(args.id)
+    print(f"{args.id}  deleted")
+    return 0
+
+
 def _export(client: Client, args: argparse.Namespace) -> int:
+    if args.to == "tensorboard":
+        print(client.export_tensorboard(args.id, args.dest or args.id))
+        return 0
+    if not args.project:
+        raise ValueError("export --to wandb needs --project (the W&B project)")
     from nnx_ppo.client.wandb_export import export_to_wandb
 
     where = export_to_wandb(
@@ -260,6 +258,7 @@ _HANDLERS = {
     "watch": _watch,
     "logs": _logs,
     "cancel": _cancel,
+    "delete": _delete,
     "pull": _pull,
     "export": _export,
     "sweep": _sweep,

@@ -418,6 +418,16 @@ class Client:
             path, dest_path, f"video {video_id} of {run_id}", f"{run_id}-video-{video_id}.mp4"
         )
 
+    def export_tensorboard(self, run_id: str, dest: str | os.PathLike[str] = ".") -> Path:
+        """Downloads a TensorBoard event file of the run's scalars into the folder ``dest``
+        (``tensorboard --logdir DEST`` shows it); returns its path."""
+        run = self.run(run_id)
+        folder = Path(dest)
+        folder.mkdir(parents=True, exist_ok=True)
+        name = f"events.out.tfevents.{int(run.created_at)}.nnx-ppo.{run.id}"
+        path = f"{self._run_path(run.id)}/export?format=tensorboard"
+        return self._download(path, folder, f"export of {run_id}", name)
+
     def logs(self, run_id: str, tail: int | None = None) -> str:
         """The run process's output (its last ``tail`` lines)."""
         params = {} if tail is None else {"tail": tail}

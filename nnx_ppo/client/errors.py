@@ -58,12 +58,16 @@ class NotFound(ApiError):
 class Unauthorized(ApiError):
     """401: no token, or not the service's token."""
 
-    def _message(self) -> str:
+    def _message(self, how: str = "Client(token=...)") -> str:
         return (
-            f"{super()._message()} (pass token=..., set NNX_PPO_API_TOKEN, or run where "
+            f"{super()._message()} (pass {how}, set NNX_PPO_API_TOKEN, or run where "
             "`nnx-ppo serve` keeps its data directory: it writes the token to "
             "<data dir>/api_token; NNX_PPO_DATA_DIR names that directory)"
         )
+
+    def cli_message(self) -> str:
+        """The message with the command line's way to give the token."""
+        return self._message("--token TOKEN")
 
 
 def api_error(status_code: int, detail: Any, what: str = "") -> ApiError:

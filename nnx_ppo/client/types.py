@@ -4,8 +4,8 @@ from __future__ import annotations
 
 import dataclasses
 import math
-from collections.abc import Iterator, Mapping
-from typing import Any
+from collections.abc import Iterator, Mapping, Sequence
+from typing import Any, overload
 
 import numpy as np
 
@@ -80,11 +80,19 @@ class Run:
 
 
 @dataclasses.dataclass(frozen=True)
-class RunList:
-    """One page of runs (newest first) and how many match in all."""
+class RunList(Sequence[Run]):
+    """One page of runs (newest first), a sequence (``page[0]``, ``page[:5]``, ``len``,
+    iteration), and ``total``: how many match in all."""
 
     items: list[Run]
     total: int
+
+    @overload
+    def __getitem__(self, index: int) -> Run: ...
+    @overload
+    def __getitem__(self, index: slice) -> list[Run]: ...
+    def __getitem__(self, index: int | slice) -> Run | list[Run]:
+        return self.items[index]
 
     def __iter__(self) -> Iterator[Run]:
         return iter(self.items)
@@ -363,11 +371,22 @@ class SweepEvent:
 
 
 @dataclasses.dataclass(frozen=True)
-class SweepList:
-    """One page of sweeps (newest first) and how many match in all."""
+class SweepList(Sequence[Sweep]):
+    """One page of sweeps (newest first), a sequence like ``RunList``, and ``total``: how
+    many match in all."""
 
     items: list[Sweep]
     total: int
 
+    @overload
+    def __getitem__(self, index: int) -> Sweep: ...
+    @overload
+    def __getitem__(self, index: slice) -> list[Sweep]: ...
+    def __getitem__(self, index: int | slice) -> Sweep | list[Sweep]:
+        return self.items[index]
+
     def __iter__(self) -> Iterator[Sweep]:
         return iter(self.items)
+
+    def __len__(self) -> int:
+        return len(self.items)

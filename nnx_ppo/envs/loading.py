@@ -80,7 +80,8 @@ def load(name: str, overrides: Mapping[str, Any] | None = None) -> EpisodeWrappe
     builtin = ", ".join(BUILTIN_ENVS)
     playground = ", ".join(_playground_env_names())
     raise ValueError(
-        f"unknown env name {name!r}. Built-in envs: {builtin}. MuJoCo Playground envs: "
+        f"unknown env name {name!r}{catalogue.did_you_mean(name)}. Built-in envs: {builtin}. "
+        "MuJoCo Playground envs: "
         f"{playground}."
     )
 

@@ -234,7 +234,10 @@ def preset(name: str, variant: str | None = None) -> Preset:
     if name in catalogue.BUILTIN_ENV_NAMES:
         _check_variant(variant)
         return _builtin_preset(name)
-    raise ValueError(f"unknown preset {name!r}; known: {', '.join(catalogue.env_names())}")
+    raise ValueError(
+        f"unknown preset {name!r}{catalogue.did_you_mean(name)}; "
+        f"known: {', '.join(catalogue.env_names())}"
+    )
 
 
 def _check_variant(variant: str | None) -> str:

@@ -18,7 +18,7 @@ from multiprocessing.connection import Connection
 from pathlib import Path
 from typing import Any
 
-from server import __version__
+from server import __version__, child_processes
 
 log = logging.getLogger("nnx_ppo.server")
 
@@ -30,6 +30,7 @@ class CheckerUnavailable(Exception):
 
 
 def _child_env() -> None:
+    child_processes.ignore_sigint()
     os.environ["JAX_PLATFORMS"] = "cpu"
     os.environ.setdefault("MUJOCO_GL", "egl")
 
@@ -93,7 +94,7 @@ class SpecChecker:
             process = ctx.Process(
                 target=_checker_main, args=(child,), daemon=True, name="nnx-ppo-spec-checker"
             )
-            process.start()
+            child_processes.start(process)
             child.close()
             self._process, self._conn = process, parent
         return self._conn
@@ -190,7 +191,7 @@ class EnvCatalogue:
             daemon=True,
             name="nnx-ppo-env-catalogue",
         )
-        self._process.start()
+        child_processes.start(self._process)
 
     def stop(self) -> None:
         if self._process is not None and self._process.is_alive():

@@ -23,6 +23,7 @@ from dataclasses import dataclass
 from multiprocessing.connection import Connection
 from typing import Any
 
+from server import child_processes
 from server.settings import Settings
 from server.store import artifacts
 from server.store.db import make_engine, make_sessionmaker, migrate
@@ -190,7 +191,7 @@ class Supervisor:
             name=f"nnx-ppo-run-{run_id}",
         )
         try:
-            process.start()
+            child_processes.start(process)  # the terminal's Ctrl-C is this process's
         except BaseException:
             self.pool.release(run_id)
             raise

@@ -6,6 +6,7 @@ import multiprocessing as mp
 import os
 import signal
 
+from server import child_processes
 from server.settings import Settings
 from server.worker import supervisor
 
@@ -25,7 +26,7 @@ class SupervisorProcess:
             kwargs={"die_with_parent": True},
             name="nnx-ppo-worker",
         )
-        self.process.start()
+        child_processes.start(self.process)
 
     def stop(self) -> None:
         """Warm stop (its runs checkpoint and are requeued), then a kill after a timeout."""

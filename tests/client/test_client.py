@@ -175,6 +175,11 @@ def test_submit_list_cancel_and_wait(client: Client) -> None:
     assert run.status == "queued" and run.total_steps == 5_000_000 and not run.finished
     listed = client.runs(q="to-cancel")
     assert listed.total == 1 and [r.id for r in listed] == [run.id]
+    # A page is a sequence: indexing and slicing work as on the list of its runs.
+    assert listed[0].id == run.id and listed[-1] == listed[0]
+    assert [r.id for r in listed[:5]] == [run.id] and run in listed
+    with pytest.raises(IndexError):
+        listed[1]
     cancelled = client.cancel(run.id)  # a queued run at once, a running one at its next step
     assert cancelled.status == "cancelled" or cancelled.cancel_requested
     done = client.wait(run.id)

@@ -5,10 +5,12 @@ from a file and follow it to its end, ls, watch, logs, pull (a checkpoint that
 from __future__ import annotations
 
 import json
+import re
 from pathlib import Path
 from typing import Any
 
-from nnx_ppo.client.cli import preset_spec
+import pytest
+
 from tests.client.helpers import load_checkpoint_step, nnx_ppo
 from tests.service_harness import Service, free_port, tiny_ppo_spec
 
@@ -81,23 +83,58 @@ def test_errors_are_one_line(service: Service, tmp_path: Path) -> None:
     _one_error_line(nnx_ppo(service, "submit", str(tmp_path / "missing.json")), "missing.json")
     nobody = f"http://127.0.0.1:{free_port()}"
     _one_error_line(nnx_ppo(service, "ls", "--url", nobody), "cannot reach", nobody)
-    _one_error_line(nnx_ppo(service, "ls", "--token", "wrong-token-123"), "401")
+    wrong_token = nnx_ppo(service, "ls", "--token", "wrong-token-123")
+    _one_error_line(wrong_token, "401", "--token", "NNX_PPO_API_TOKEN")
+    assert "token=..." not in wrong_token.stderr  # the Python client's spelling
 
 
-def test_a_preset_as_a_run_spec() -> None:
-    """``submit --preset`` sends the preset's env, network and config; the server's own
-    spec reader turns it back into the same TrainConfig."""
-    from nnx_ppo.presets import PRESETS, make_networks
-    from server.schemas import RunCreate
-    from server.spec.spec_check import make_config
+def test_submit_a_preset_then_delete_it(service: Service) -> None:
+    """``submit --preset NAME --steps N`` sends the env's name and the total (the service
+    fills the rest from the env's preset); a misspelt env is one line with a suggestion;
+    ``delete`` removes the run once it has finished."""
+    submitted = nnx_ppo(service, "submit", "--preset", "PointReach", "--steps", "1920")
+    assert submitted.returncode == 0, submitted.stderr
+    run = service.run(submitted.stdout.split()[0])
+    assert run["spec"]["env"]["name"] == "PointReach"
+    assert run["spec"]["config"]["ppo"]["total_steps"] == 1920 == run["total_steps"]
+    misspelt = nnx_ppo(service, "submit", "--preset", "PointReech", "--steps", "1920")
+    _one_error_line(misspelt, "env.name", "did you mean 'PointReach'")
+    _one_error_line(nnx_ppo(service, "submit", "--steps", "5"), "--preset")
 
-    spec = preset_spec("CartpoleBalance")
-    preset = PRESETS["CartpoleBalance"]
-    parsed = RunCreate.model_validate(json.loads(json.dumps(spec)))
-    assert make_config("ppo", parsed.config) == preset.config
-    assert parsed.env.name == preset.env
-    network = parsed.network.factory_fields()
-    assert make_networks(network, 5, 1, 0) is not None
-    assert {k: tuple(v) if isinstance(v, list) else v for k, v in network.items()} == {
-        k: v for k, v in preset.network.items()
-    }
+    assert service.wait_for(run["id"], timeout=180)["status"] == "succeeded"
+    deleted = nnx_ppo(service, "delete", run["id"])
+    assert deleted.returncode == 0 and deleted.stdout.split() == [run["id"], "deleted"]
+    assert service.client.get(f"/api/runs/{run['id']}").status_code == 404
+    _one_error_line(nnx_ppo(service, "delete", run["id"]), "404")
+
+
+def test_export_to_tensorboard(
+    service: Service, finished_run: dict[str, Any], tmp_path: Path
+) -> None:
+    run_id = finished_run["id"]
+    exported = nnx_ppo(service, "export", run_id, "--to", "tensorboard", "--dest", str(tmp_path))
+    assert exported.returncode == 0, exported.stderr
+    (path,) = tmp_path.iterdir()
+    assert exported.stdout.strip() == str(path)
+    assert path.name.startswith("events.out.tfevents.") and path.name.endswith(run_id)
+    body = path.read_bytes()
+    assert b"eval/episode_reward" in body and len(body) > 100  # records of its scalars
+    _one_error_line(nnx_ppo(service, "export", run_id, "--to", "wandb"), "--project")
+
+
+def test_help_lists_every_command(capsys: pytest.CaptureFixture[str]) -> None:
+    from server.cli import COMMANDS, main
+
+    with pytest.raises(SystemExit) as exited:
+        main(["--help"])
+    out = capsys.readouterr().out
+    assert exited.value.code == 0
+    listed = {line.split()[0] for line in out.splitlines() if re.match(r"    \S", line)}
+    expected = {"serve", "worker", "envs", "train", "submit", "ls", "watch", "logs"}
+    expected |= {"cancel", "delete", "pull", "export", "sweep"}
+    assert expected <= listed == set(COMMANDS), out
+    for command in COMMANDS:  # and each one's own help
+        with pytest.raises(SystemExit) as exited:
+            main([command, "--help"])
+        assert exited.value.code == 0
+        assert f"usage: nnx-ppo {command}" in capsys.readouterr().out, command
