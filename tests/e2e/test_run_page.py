@@ -111,6 +111,22 @@ def test_every_page_at_390_makes_no_failing_request(server, finished, phone390):
     assert failed == []
 
 
+def test_a_live_run_at_390_makes_no_failing_request(server, api, phone390):  # type: ignore[no-untyped-def]
+    page, _watch, failed = phone390
+    page.goto(server.login_url())
+    expect(page.get_by_role("heading", name="Runs")).to_be_visible()
+    run = api.post("/api/runs", json={**tiny_ppo_spec(total_steps=8000), "name": "live390"}).json()
+    expect(page.locator(f'[data-run-id="{run["id"]}"]').first).to_be_visible(timeout=10_000)
+    page.goto(f"{server.url}/runs/{run['id']}")
+    expect(page.locator(".run-header .badge")).to_have_text("succeeded", timeout=240_000)
+    for tab in ["Videos", "Checkpoints", "Config", "Logs", "Charts"]:
+        page.get_by_role("tab", name=tab).click()
+        page.wait_for_load_state("networkidle")
+    page.goto(server.url + "/")
+    page.wait_for_load_state("networkidle")
+    assert failed == []
+
+
 def test_the_phase_shows_while_a_run_compiles(server, api, desktop):  # type: ignore[no-untyped-def]
     page, _console = desktop
     spec = tiny_ppo_spec(total_steps=3840, ppo={"rollout_length": 12})  # a program of its own
