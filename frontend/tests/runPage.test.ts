@@ -21,6 +21,9 @@ describe("the wall-time axis", () => {
     expect(wallOrigin(1000, 1040, 1041)).toBe(1000);
     expect(wallOrigin(null, 1040, 1038)).toBe(1038); // unknown start: the earliest known
     expect(wallOrigin(undefined, null, null)).toBe(0);
+    // A requeued run's started_at is its second attempt's: the first attempt's metrics
+    // (from 900) stay on the axis.
+    expect(wallOrigin(1000, 900, 1041)).toBe(900);
   });
 });
 

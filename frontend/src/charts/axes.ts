@@ -22,11 +22,11 @@ export function formatX(xAxis: "step" | "wall", value: number): string {
   return xAxis === "wall" ? formatWallTime(value) : formatNumber(value);
 }
 
-/** Where the wall-time axis starts (epoch seconds): the run's start when it is known
- * (so the compile before the first metric shows), else the earliest wall time known. */
+/** Where the wall-time axis starts (epoch seconds): the run's start when it is known (so
+ * the compile before the first metric shows), or the earliest wall time known when that is
+ * earlier (a requeued run starts again after its first attempt's metrics). */
 export function wallOrigin(startedAt: number | null | undefined, ...known: (number | null)[]): number {
-  if (startedAt != null && Number.isFinite(startedAt)) return startedAt;
-  const times = known.filter((t): t is number => t !== null && Number.isFinite(t));
+  const times = [startedAt ?? null, ...known].filter((t): t is number => t !== null && Number.isFinite(t));
   return times.length ? Math.min(...times) : 0;
 }
 
