@@ -32,7 +32,7 @@ from nnx_ppo.algorithms.distillation_step import (
     new_distillation_state,
     unroll_distillation,
 )
-from nnx_ppo.algorithms.host_loop import Callbacks, LogFn, StopFn, run_training
+from nnx_ppo.algorithms.host_loop import Callbacks, LogFn, PhaseFn, StopFn, run_training
 from nnx_ppo.algorithms.training import resolve_config, schedule_of
 from nnx_ppo.algorithms.types import DistillationState, RLEnv, TrainingState
 from nnx_ppo.algorithms.video import check_renderable
@@ -118,6 +118,7 @@ def train_distillation(
     initial_state: DistillationState | None = None,
     should_stop: StopFn | None = None,
     video_fn: Callable[[VideoData], None] | None = None,
+    phase_fn: PhaseFn | None = None,
 ) -> DistillationTrainResult:
     """Distill ``teacher`` into ``student``.
 
@@ -150,6 +151,7 @@ def train_distillation(
         should_stop: As in ``train_ppo``: asked after each jitted call; True stops
             training there, after a checkpoint.
         video_fn: As in ``train_ppo``: called with the student's rendered episodes.
+        phase_fn: As in ``train_ppo``: told each host-loop phase as it begins.
 
     Returns:
         ``DistillationTrainResult`` with the final state, metrics and eval history.
@@ -184,7 +186,7 @@ def train_distillation(
     def step(state: DistillationState, teacher_state: Any) -> tuple[DistillationState, dict]:
         return distillation_iteration(env, nnx.merge(teacher_graphdef, teacher_state), state, d)
 
-    callbacks = Callbacks(log_fn, checkpoint_fn, video_fn, should_stop)
+    callbacks = Callbacks(log_fn, checkpoint_fn, video_fn, should_stop, phase_fn)
     result = run_training(step, initial_state, teacher_vars, eval_env or env, schedule, callbacks)
     assert isinstance(result.state, DistillationState)
     return DistillationTrainResult(**result.fields())

@@ -7,7 +7,9 @@ metrics)``), then, in this order: stops with ``NonFiniteError`` at the first ite
 whose losses are not finite (after logging the iterations up to it), evaluates, hands each
 iteration's metrics to ``log_fn``, writes the checkpoint that is due, records the video
 that is due, and asks ``should_stop``. Metrics are therefore always logged before the
-checkpoint of the same iteration is written.
+checkpoint of the same iteration is written. ``phase_fn``, when given, is told the name of
+each host-loop phase as it begins (``PHASES``): ``training`` before each jitted call (the
+first includes the compile), ``evaluating``, ``checkpointing``, ``video``.
 
 What it carries between calls is a ``LoopCarry``; the algorithms differ only in their step
 function and in what the step reads beside the carry (``extra``: the teacher's variables
@@ -42,6 +44,9 @@ LogFn = Callable[[dict[str, Any], int], None]
 StopFn = Callable[[], bool]
 CheckpointFn = Callable[[Any, int], None]
 VideoFn = Callable[[VideoData], None]
+PhaseFn = Callable[[str], None]
+PHASES = ("training", "evaluating", "checkpointing", "video")
+"""What the host loop tells ``phase_fn``, each as it begins."""
 StepFn = Callable[[Any, Any], tuple[Any, dict[str, jax.Array]]]
 """A pure step ``step(state, extra) -> (state, metrics)``: on ``LoopCarry`` for the chunk
 driver, on the public state (``TrainingState`` / ``DistillationState``) for
@@ -97,12 +102,14 @@ class Schedule:
 
 @dataclasses.dataclass(frozen=True)
 class Callbacks:
-    """The host loop's calls out. ``checkpoint_fn`` receives the public state."""
+    """The host loop's calls out. ``checkpoint_fn`` receives the public state;
+    ``phase_fn`` a name of ``PHASES`` as that phase begins."""
 
     log_fn: LogFn | None = None
     checkpoint_fn: CheckpointFn | None = None
     video_fn: VideoFn | None = None
     should_stop: StopFn | None = None
+    phase_fn: PhaseFn | None = None
 
 
 @dataclasses.dataclass(frozen=True)
@@ -340,6 +347,7 @@ class _HostLoop:
         steps, iterations, last_metrics = self.start_steps, 0, {}
         while steps < s.total_steps:
             n = self.chunk_size(steps)
+            self.phase("training")
             start = time.perf_counter()
             self.carry, stacked = self.train_chunk(self.carry, self.extra, jnp.asarray(n))
             metrics = jax.device_get(stacked)
@@ -368,6 +376,10 @@ class _HostLoop:
         final_state = adopt(self.initial_state, merge_state(self.graphdef, self.carry))
         return LoopResult(final_state, last_metrics, steps, iterations, self.eval_history)
 
+    def phase(self, name: str) -> None:
+        if self.callbacks.phase_fn is not None:
+            self.callbacks.phase_fn(name)
+
     def log(
         self, metrics: dict[str, Any], n: int, steps: int, host_metrics: dict[str, Any]
     ) -> dict[str, Any]:
@@ -387,6 +399,7 @@ class _HostLoop:
         cfg = self.schedule.eval
         if not cfg.enabled or not (final or passed_multiple(before, after, cfg.every_steps)):
             return {}
+        self.phase("evaluating")
         key = jax.random.fold_in(self.eval_key, after)
         evaluation = jax.device_get(self.evaluate(self.carry.modules, key))
         out = {k: float(v) for k, v in evaluation.items()}
@@ -401,6 +414,7 @@ class _HostLoop:
             return
         if self.schedule.stop_on_non_finite and not bool(_all_finite(self.carry.modules)):
             raise NonFiniteError("parameters", math.nan, step)
+        self.phase("checkpointing")
         snapshot = jax.tree.map(jnp.copy, self.carry)
         checkpoint_fn(merge_state(self.graphdef, snapshot), step)
         self.last_checkpoint_step = step
@@ -413,5 +427,6 @@ class _HostLoop:
         if self.record_video is None or not passed_multiple(before, after, every):
             return
         assert self.callbacks.video_fn is not None
+        self.phase("video")
         key = jax.random.fold_in(self.video_key, after)
         self.callbacks.video_fn(self.record_video(self.carry.modules, key, after))

@@ -18,6 +18,7 @@ from nnx_ppo.algorithms.host_loop import (
     Callbacks,
     LogFn,
     NonFiniteError,
+    PhaseFn,
     Programs,
     Schedule,
     StopFn,
@@ -97,6 +98,7 @@ def train_ppo(
     initial_state: TrainingState | None = None,
     should_stop: StopFn | None = None,
     program_cache: ProgramCache | None = None,
+    phase_fn: PhaseFn | None = None,
 ) -> TrainResult:
     """Train a PPO agent.
 
@@ -131,6 +133,9 @@ def train_ppo(
             process with the same configuration then skips tracing and lowering. Its
             ``identity`` must name the env and the networks (the evaluator is cached only
             when ``eval_env`` is None or ``env``). Results are the same bit for bit.
+        phase_fn: Called with the name of each host-loop phase as it begins
+            (``training``, the first including the compile; ``evaluating``;
+            ``checkpointing``; ``video``), an addition to the seed API. For progress display.
 
     Returns:
         TrainResult containing final TrainingState, metrics, and eval history.
@@ -149,7 +154,7 @@ def train_ppo(
     def step(state: TrainingState, _: Any) -> tuple[TrainingState, dict[str, jax.Array]]:
         return ppo_iteration(env, state, p)
 
-    callbacks = Callbacks(log_fn, checkpoint_fn, video_fn, should_stop)
+    callbacks = Callbacks(log_fn, checkpoint_fn, video_fn, should_stop, phase_fn)
     programs = None
     if program_cache is not None:
         same_eval_env = eval_env is None or eval_env is env

@@ -28,7 +28,7 @@ from server.api.deps import RUN_ID, Services, ServicesDep, lookup_run
 from server.security import request_token
 from server.store import artifacts, run_reports
 from server.store.models import RunRow
-from server.store.run_reports import ReportItem, TokenRefused
+from server.store.run_reports import REPORT_KINDS, ReportItem, TokenRefused
 
 router = APIRouter(prefix="/runs/{run_id}/report", tags=["report"], include_in_schema=False)
 
@@ -69,8 +69,8 @@ def post_batch(
     run: ReportingRun, token: Token, batch: BatchIn, services: ServicesDep
 ) -> dict[str, Any]:
     items = [ReportItem(str(item.get("type")), item) for item in batch.items]
-    if any(i.kind not in ("metrics", "log", "checkpoint", "video") for i in items):
-        raise HTTPException(422, "an item's type is not metrics, log, checkpoint or video")
+    if any(i.kind not in REPORT_KINDS for i in items):
+        raise HTTPException(422, f"an item's type is not one of {', '.join(REPORT_KINDS)}")
     try:
         stored = run_reports.store_batch(services.store, run.id, token, batch.seq, items)
     except TokenRefused as error:

@@ -25,7 +25,9 @@ from server import values
 from server.store.db import transaction
 from server.store.models import RunRow
 from server.store.run_status import RunStatus
-from server.store.run_store import RunStore
+from server.store.run_store import RunStore, phase_payload
+
+REPORT_KINDS = ("metrics", "log", "phase", "checkpoint", "video")
 
 
 class TokenRefused(Exception):
@@ -34,7 +36,7 @@ class TokenRefused(Exception):
 
 @dataclass(frozen=True)
 class ReportItem:
-    """One report of a batch: ``kind`` is ``metrics``, ``log``, ``checkpoint`` or ``video``."""
+    """One report of a batch: ``kind`` is one of ``REPORT_KINDS``."""
 
     kind: str
     payload: dict[str, Any]
@@ -93,6 +95,8 @@ def store_batch(
             p = item.payload
             if item.kind == "log":
                 store._append(session, run, "log", {"line": p["line"]})
+            elif item.kind == "phase":
+                store._append(session, run, "phase", phase_payload(p["phase"], p["since"]))
             elif item.kind == "checkpoint":
                 store._append(session, run, "checkpoint", {"checkpoint": p})
             elif item.kind == "video":

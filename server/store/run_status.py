@@ -42,3 +42,8 @@ class TransitionError(Exception):
         self.run_id = run_id
         self.transition = transition
         self.status = status
+
+
+PHASES = ("compiling", "training", "evaluating", "checkpointing", "video")
+"""What a ``running`` run is doing, as its process reports it in ``phase`` events
+(``server.worker.run_progress``)."""

@@ -43,7 +43,7 @@ from server.store.models import (
     VideoRow,
     WorkerRow,
 )
-from server.store.run_status import TERMINAL, TRANSITIONS, RunStatus, TransitionError
+from server.store.run_status import PHASES, TERMINAL, TRANSITIONS, RunStatus, TransitionError
 
 ROLLUP_SIZES = (8, 64, 512, 4096)
 """Point counts summarised by the rollup levels (see ``metrics_query``)."""
@@ -454,6 +454,10 @@ class RunStore:
             run = self._get(session, run_id)
             self._append(session, run, "log", {"line": line})
 
+    def record_phase(self, run_id: str, phase: str, since: float) -> None:
+        with transaction(self.sessions) as session:
+            self._append(session, self._get(session, run_id), "phase", phase_payload(phase, since))
+
     def set_pid(self, run_id: str, pid: int | None, *, node: str | None = None) -> None:
         """The run process's id (and, given ``node``, where it runs)."""
         fields: dict[str, Any] = {"pid": pid}
@@ -742,6 +746,13 @@ def _zombie(pid: int) -> bool:
             return f.read().rsplit(") ", 1)[1].startswith("Z")
     except (OSError, IndexError):
         return False
+
+
+def phase_payload(phase: str, since: float) -> dict[str, Any]:
+    """A ``phase`` event's payload: the run process's phase and when it began (epoch s)."""
+    if phase not in PHASES:
+        raise ValueError(f"unknown phase {phase!r}")
+    return {"phase": phase, "since": float(since)}
 
 
 def event_public(row: EventRow) -> dict[str, Any]:

@@ -39,6 +39,7 @@ from server.worker.compile_clock import CompileClock
 from server.worker.devices import Placement
 from server.worker.reporter import Reporter
 from server.worker.run_process import StopSignal
+from server.worker.run_progress import RunProgress
 from server.worker.system_metrics import SystemMetricsThread
 
 Outcome = tuple[str, str | None]
@@ -94,6 +95,10 @@ class RunExecution:
         )
         self._log_placement()
         config = self._with_devices(make_config(self.spec["kind"], self.spec.get("config") or {}))
+        loop = config.distillation if isinstance(config, DistillationTrainConfig) else config.ppo
+        progress = RunProgress(self.reporter.phase, log, loop.total_steps)
+        self.progress = progress
+        progress.phase("compiling")
         env_spec = self.spec["env"]
         env = envs.load(env_spec["name"], env_spec.get("overrides") or {})
         network_spec = network_fields(NetworkSpec(**self.spec["network"]).factory_fields(), env)
@@ -103,6 +108,7 @@ class RunExecution:
             "log_fn": self._log_fn,
             "checkpoint_fn": self._checkpoint_fn(config),
             "should_stop": self._should_stop,
+            "phase_fn": progress.phase,
         }
         if config.video.enabled:
             callbacks["video_fn"] = self._video_fn
@@ -113,7 +119,7 @@ class RunExecution:
                 teacher = self._teacher(env)
                 if start is not None:
                     initial = load_distillation_state(str(start), env, networks, teacher, config)
-                    log(f"resuming from {start} (step {int(initial.steps_taken)})")
+                    self._resuming(start, int(initial.steps_taken))
                 log("compiling and training (the first iteration includes the compile)")
                 train_distillation(
                     env, networks, teacher, config, initial_state=initial, **callbacks
@@ -121,7 +127,7 @@ class RunExecution:
             else:
                 if start is not None:
                     initial = self._load_ppo_state(start, env, networks, config)
-                    log(f"resuming from {start} (step {int(initial.steps_taken)})")
+                    self._resuming(start, int(initial.steps_taken))
                 log("compiling and training (the first iteration includes the compile)")
                 programs = self._program_cache(network_spec)
                 train_ppo(
@@ -136,6 +142,7 @@ class RunExecution:
             self.reporter.flush()
             log(f"stopped: diverged: {error}")
             return ("failed", f"diverged: {error}")
+        progress.chunk_done()  # the last chunk's line (should_stop is not asked after it)
         seconds = time.monotonic() - started
         self.reporter.flush()  # everything reported is stored before the outcome
         if self.stop_reason is not None:
@@ -143,6 +150,10 @@ class RunExecution:
             return ("stopped", self.stop_reason)
         log(f"finished in {seconds:.1f} s")
         return ("succeeded", None)
+
+    def _resuming(self, start: Path, step: int) -> None:
+        self.reporter.log(f"resuming from {start} (step {step})")
+        self.progress.resume(step)
 
     def _log_placement(self) -> None:
         """One log line with the run's devices and the environment that pins them, as this
@@ -217,9 +228,12 @@ class RunExecution:
         if not self.first_logged:  # the first jitted call has run: start-up is over
             self.first_logged = True
             self.reporter.log(self.compile_clock.summary())
-        self.reporter.metrics(step, {key: float(value) for key, value in metrics.items()})
+        values = {key: float(value) for key, value in metrics.items()}
+        self.reporter.metrics(step, values)
+        self.progress.metrics(step, values)
 
     def _should_stop(self) -> bool:
+        self.progress.chunk_done()  # asked once after each chunk
         if self.stop.requested:
             self.stop_reason = "terminate"
         elif self.reporter.cancel_requested():

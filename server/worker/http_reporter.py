@@ -145,6 +145,8 @@ class HttpReporter(QueuedReporter):
                 )
             elif kind == "log":
                 batch.append({"type": "log", "line": payload})
+            elif kind == "phase":
+                batch.append({"type": "phase", **payload})
             elif kind == "upload_checkpoint":
                 self._send(batch)  # the metrics up to the checkpoint are stored before it
                 batch = []

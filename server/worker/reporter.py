@@ -52,6 +52,9 @@ class Reporter(Protocol):
         """A complete checkpoint in the run's ``checkpoints/``."""
 
     def log(self, line: str) -> None: ...
+    def phase(self, name: str, since: float) -> None:
+        """The run entered phase ``name`` (``run_progress.PHASES``) at ``since`` (epoch s)."""
+
     def flush(self) -> None: ...
     def cancel_requested(self) -> bool: ...
     def run_spec(self, run_id: str) -> dict[str, Any]:
@@ -112,6 +115,10 @@ class QueuedReporter:
         """A line for the log file and the run's stream."""
         print(line, file=sys.stderr, flush=True)
         self._put("log", line)
+
+    def phase(self, name: str, since: float) -> None:
+        """A ``phase`` event for the run's stream (see ``run_progress``)."""
+        self._put("phase", {"phase": name, "since": since})
 
     def flush(self) -> None:
         """Waits until every report is stored; raises ``ReportFailed`` if one was not."""
@@ -198,6 +205,8 @@ class RunReporter(QueuedReporter):
                 self.store.record_video(self.run_id, *payload)
             elif kind == "checkpoint":
                 self.store.record_checkpoint(self.run_id, payload)
+            elif kind == "phase":
+                self.store.record_phase(self.run_id, payload["phase"], payload["since"])
             else:
                 self.store.record_log(self.run_id, payload)
         if batch:

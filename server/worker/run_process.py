@@ -7,7 +7,8 @@ It reports through a ``Reporter`` (metrics, videos, checkpoints, log lines, canc
 ``remote``; then ``settings.data_dir`` is that node's own scratch directory). It ends by
 sending its outcome to its parent over a pipe: ``("succeeded", None)``, ``("stopped",
 "cancel" | "terminate")`` or ``("failed", message)``. Status transitions are the
-supervisor's. Its output (Python's and the C libraries') goes to ``logs/run.log``.
+supervisor's. Its output (Python's and the C libraries') goes to ``logs/run.log``, without
+progress bars (``quiet_progress_bars``): its own progress is one log line per chunk.
 SIGTERM is warm (stop after the current jitted call, checkpoint, exit); a second SIGTERM
 is cold. The process dies with its parent.
 """
@@ -72,6 +73,15 @@ def redirect_output(log_path: Path) -> None:
     sys.stderr = open(2, "w", buffering=1, closefd=False)  # noqa: SIM115
 
 
+def quiet_progress_bars() -> None:
+    """Turns tqdm's bars off when standard error is not a terminal (a run's log file).
+    MuJoCo Playground's ``render`` draws one over a video's frames, which a log file keeps as
+    a line per redraw (~50 per video). tqdm reads ``TQDM_*`` defaults when it is imported,
+    so this runs before anything imports it."""
+    if not sys.stderr.isatty():
+        os.environ["TQDM_DISABLE"] = "1"
+
+
 class StopSignal:
     """SIGTERM: the first asks for a warm stop, the second exits at once."""
 
@@ -102,6 +112,7 @@ def main(
     settings = Settings.model_validate_json(settings_json)
     run_dir = settings.run_dir(run_id)
     redirect_output(artifacts.logs_dir(run_dir) / artifacts.LOG_FILE)
+    quiet_progress_bars()
     reporter: Reporter
     if remote is None:
         reporter = RunReporter.open(settings, run_id)

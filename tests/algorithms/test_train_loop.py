@@ -358,3 +358,30 @@ def test_the_non_finite_guard_can_be_turned_off():
     assert not math.isfinite(result.final_metrics["losses/total"])
     with pytest.raises(ValueError, match="stop_on_non_finite"):
         dataclasses.replace(CONFIG, stop_on_non_finite="yes")
+
+
+def test_phase_fn_is_told_each_host_loop_phase_as_it_begins():
+    events: list[tuple[str, Any]] = []
+    train_ppo(
+        ENV,
+        make_networks(),
+        CONFIG,
+        log_fn=lambda metrics, step: events.append(("log", step)),
+        checkpoint_fn=lambda state, step: events.append(("checkpoint", step)),
+        phase_fn=lambda name: events.append(("phase", name)),
+    )
+    # Every chunk ends at an evaluation (the 100-step multiples and the end, which include
+    # the checkpoints' 300-step multiples): per chunk, "training" before the jitted call,
+    # "evaluating" before its logs, "checkpointing" right before each checkpoint.
+    evals = first_steps_passing(EVAL_EVERY, 0, TOTAL)
+    saves = first_steps_passing(CHECKPOINT_EVERY, 0, TOTAL)
+    expected: list[tuple[str, Any]] = []
+    for step in evals:
+        expected += [("phase", "training"), ("phase", "evaluating")]
+        if step in saves:
+            expected += [("phase", "checkpointing"), ("checkpoint", step)]
+    assert [e for e in events if e[0] != "log"] == expected
+    assert saves == [320, 608, 928, 1056] and len(evals) == 11
+    # The logs of a chunk come between its "evaluating" and its checkpoint.
+    last_log = max(i for i, e in enumerate(events) if e[0] == "log")
+    assert events[last_log] == ("log", TOTAL) and events[last_log + 1] == ("phase", "checkpointing")

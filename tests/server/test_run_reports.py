@@ -237,6 +237,7 @@ def test_both_reporters_store_the_same_reports(
         assert reporter.run_spec(run)["env"] == {"name": "PointReach"}
         reporter.metrics(160, {"losses/actor": 1.0})
         reporter.log("a line")
+        reporter.phase("checkpointing", 1234.5)
         found = artifacts.find_checkpoint(run_dir, 160)
         assert found is not None
         reporter.checkpoint(found)
@@ -244,10 +245,17 @@ def test_both_reporters_store_the_same_reports(
         reporter.metrics(320, {"losses/actor": float("nan")})
         reporter.flush()
         events = store.events_after(run, 0)
-        kinds = [(e["type"], e.get("step") or e.get("line")) for e in events[2:]]
-        expected = [("metrics", 160), ("log", "a line"), ("checkpoint", None), ("video", None)]
+        kinds = [(e["type"], e.get("step") or e.get("line") or e.get("phase")) for e in events[2:]]
+        expected = [
+            ("metrics", 160),
+            ("log", "a line"),
+            ("phase", "checkpointing"),
+            ("checkpoint", None),
+            ("video", None),
+        ]
         assert kinds == [*expected, ("metrics", 320)]  # after the queued and running statuses
         assert events[-1]["values"] == {"losses/actor": "NaN"}
+        assert next(e for e in events if e["type"] == "phase")["since"] == 1234.5
         stored = next(e for e in events if e["type"] == "checkpoint")["checkpoint"]
         archive = service.client.get(stored["url"])
         with tarfile.open(fileobj=io.BytesIO(archive.content)) as tar:

@@ -68,7 +68,13 @@ export interface LogEvent extends EventBase {
   type: "log";
   line: string;
 }
-export type RunEvent = MetricsEvent | StatusEvent | VideoEvent | CheckpointEvent | LogEvent;
+/** What a running run's process is doing, from `since` (epoch seconds). */
+export interface PhaseEvent extends EventBase {
+  type: "phase";
+  phase: "compiling" | "training" | "evaluating" | "checkpointing" | "video";
+  since: number;
+}
+export type RunEvent = MetricsEvent | StatusEvent | VideoEvent | CheckpointEvent | LogEvent | PhaseEvent;
 
 /** Events of the service-wide `WS /api/events`: every change a runs list shows. */
 interface ServiceEventBase {

@@ -9,8 +9,8 @@
 import uPlot from "uplot";
 import "uplot/dist/uPlot.min.css";
 
-import { formatDuration } from "../dom";
 import { formatNumber } from "../api/numbers";
+import { formatX, WALL_INCREMENTS, yAxisSize } from "./axes";
 import { keyZoom, pinchZoom, type Range } from "./chartZoom";
 import type { Marker, XAxis } from "./plotData";
 
@@ -29,21 +29,55 @@ export interface ChartInput {
   lines: ChartLine[];
   /** Band edges of lines[0] (downsampled buckets' min and max). */
   band?: { min: (number | null)[]; max: (number | null)[] } | null;
+  /** Shaded bands between two value arrays (quantiles), in lines[0]'s colour, outermost
+   * first. */
+  bands?: ShadedBand[];
   markers: Marker[];
   xAxis: XAxis;
   logScale: boolean;
+  /** Where the x range starts when the data start later (the wall-time axis's 0, the
+   * run's start): a point without values is drawn there. */
+  xFrom?: number;
   /** Ticks at whole x values only (trial numbers). */
   integerX?: boolean;
 }
 
+export interface ShadedBand {
+  label: string;
+  lower: (number | null | undefined)[];
+  upper: (number | null | undefined)[];
+  /** Fill opacity in [0, 1]. */
+  opacity: number;
+}
+
 const HEIGHT = 220;
+const AXIS_FONT = "12px system-ui, -apple-system, sans-serif";
+
+let measureContext: CanvasRenderingContext2D | null | undefined;
+/** A label's width in CSS px in the axes' font (a rough estimate without a canvas). */
+function measureLabel(label: string): number {
+  if (measureContext === undefined) {
+    measureContext = document.createElement("canvas").getContext("2d");
+    if (measureContext) measureContext.font = AXIS_FONT;
+  }
+  return measureContext ? measureContext.measureText(label).width : label.length * 7;
+}
+
+/** uPlot's axis `size`: as wide as the widest tick label of the values it draws. */
+function fittedAxisSize(u: uPlot, values: string[] | null): number {
+  const labels = values ?? [];
+  const widest = labels.reduce((w, label) => Math.max(w, measureLabel(label)), 0);
+  if (u.root) u.root.dataset.yWidest = String(Math.ceil(widest));
+  return yAxisSize(labels, measureLabel);
+}
 const MARKER_COLOR = "#d62728";
 
 function shapeKey(input: ChartInput): string {
   const lines = input.lines
     .map((l) => `${l.label}|${l.color}|${l.faint ? 1 : 0}|${l.points ? 1 : 0}`)
     .join(",");
-  return `${lines};${input.band ? 1 : 0};${input.xAxis};${input.logScale ? 1 : 0};${input.integerX ? 1 : 0}`;
+  const bands = (input.bands ?? []).map((b) => `${b.label}@${b.opacity}`).join(",");
+  return `${lines};${bands};${input.band ? 1 : 0};${input.xAxis};${input.logScale ? 1 : 0};${input.integerX ? 1 : 0}`;
 }
 
 /** Axis text and grid in the page's colours (light or dark scheme). */
@@ -54,10 +88,9 @@ function axisColors(): Pick<uPlot.Axis, "stroke" | "grid" | "ticks"> {
   return { stroke: text, grid: { stroke: line, width: 1 }, ticks: { stroke: line, width: 1 } };
 }
 
-function formatX(xAxis: XAxis, value: number): string {
-  if (xAxis !== "wall") return formatNumber(value);
-  // Seconds with a decimal for short spans (ticks of a few seconds would all read 0:00).
-  return Math.abs(value) < 10 ? `${value.toFixed(1)} s` : formatDuration(value);
+function alphaHex(opacity: number): string {
+  const byte = Math.round(Math.min(1, Math.max(0, opacity)) * 255);
+  return byte.toString(16).padStart(2, "0");
 }
 
 export class LineChart {
@@ -197,6 +230,12 @@ export class LineChart {
   private alignedData(input: ChartInput): uPlot.AlignedData {
     const columns: (number | null | undefined)[][] = input.lines.map((l) => l.values);
     if (input.band) columns.push(input.band.min, input.band.max);
+    for (const band of input.bands ?? []) columns.push(band.lower, band.upper);
+    const first = input.x[0];
+    this.container.dataset.xFirst = first === undefined ? "" : String(first);
+    if (input.xFrom !== undefined && first !== undefined && first > input.xFrom) {
+      return [[input.xFrom, ...input.x], ...columns.map((c) => [null, ...c])];
+    }
     return [input.x, ...columns];
   }
 
@@ -249,6 +288,21 @@ export class LineChart {
       );
       bands.push({ series: [base + 1, base], fill: `${color}33` });
     }
+    for (const band of input.bands ?? []) {
+      const base = series.length;
+      const color = input.lines[0]?.color ?? "#888888";
+      const edge = (label: string): uPlot.Series => ({
+        label,
+        stroke: color,
+        alpha: 0.25,
+        width: 0.5,
+        points: { show: false },
+        value: (_u, v) => formatNumber(v),
+      });
+      const [lower, upper] = band.label.split("–");
+      series.push(edge(lower ?? band.label), edge(upper ?? band.label));
+      bands.push({ series: [base + 1, base], fill: `${color}${alphaHex(band.opacity)}` });
+    }
     return {
       width: this.width(),
       height: HEIGHT,
@@ -263,8 +317,14 @@ export class LineChart {
           ...axisColors(),
           values: (_u, splits) => splits.map((v) => formatX(input.xAxis, v)),
           ...(input.integerX ? { incrs: [1, 2, 5, 10, 20, 50, 100, 200, 500, 1000] } : {}),
+          ...(input.xAxis === "wall" ? { incrs: WALL_INCREMENTS } : {}),
         },
-        { ...axisColors(), values: (_u, splits) => splits.map((v) => formatNumber(v)), size: 60 },
+        {
+          ...axisColors(),
+          font: AXIS_FONT,
+          values: (_u, splits) => splits.map((v) => formatNumber(v)),
+          size: fittedAxisSize,
+        },
       ],
       cursor: {
         drag: { x: true, y: false },

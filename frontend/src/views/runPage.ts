@@ -22,6 +22,7 @@ import { cancelButton as makeCancelButton, deleteButton as makeDeleteButton } fr
 import { confirmAction } from "./confirmDialog";
 import { RunCharts } from "./runCharts";
 import { RunMeta } from "./runMeta";
+import { PhaseIndicator } from "./runPhase";
 import { renderCheckpoints, renderConfig, renderLogs, renderVideos } from "./runPanels";
 
 const MAX_POINTS = 1000;
@@ -45,7 +46,8 @@ export function runPageView(main: HTMLElement, { params, query }: RouteContext):
   let run: Run | null = null;
   let left = false;
   let stream: RunStream | null = null;
-  const charts = new RunCharts(runId);
+  const phase = new PhaseIndicator();
+  const charts = new RunCharts(runId, phase.copy);
 
   const header = h("div", { class: "run-header" });
   const errorSlot = h("div");
@@ -151,7 +153,7 @@ export function runPageView(main: HTMLElement, { params, query }: RouteContext):
     if (!run) return;
     if (!meta.title.isConnected) {
       header.replaceChildren(
-        h("div", { class: "page-head" }, meta.title, badgeSlot, liveState),
+        h("div", { class: "page-head" }, meta.title, badgeSlot, phase.element, liveState),
         facts,
         meta.details,
         actions,
@@ -159,6 +161,7 @@ export function runPageView(main: HTMLElement, { params, query }: RouteContext):
     }
     meta.update(run);
     if (badgeSlot.textContent !== run.status) badgeSlot.replaceChildren(statusBadge(run.status));
+    phase.setActive(run.status === "running");
     replaceChildren(
       facts,
       fact("Kind", run.kind),
@@ -218,6 +221,7 @@ export function runPageView(main: HTMLElement, { params, query }: RouteContext):
     if (left) return;
     run = fresh;
     renderHeader();
+    charts.setStart(fresh.started_at ?? null);
     renderConfig(panels.config, fresh);
   };
   const refreshVideos = throttle(
@@ -282,6 +286,9 @@ export function runPageView(main: HTMLElement, { params, query }: RouteContext):
       case "log":
         refreshLogs.call();
         break;
+      case "phase":
+        phase.set(event);
+        break;
     }
   };
   const describeState = (state: StreamState, detail?: string): void => {
@@ -332,6 +339,7 @@ export function runPageView(main: HTMLElement, { params, query }: RouteContext):
     left = true;
     stream?.stop();
     charts.destroy();
+    phase.destroy();
     [refreshVideos, refreshCheckpoints, refreshLogs, refreshRunSoon].forEach((t) => t.cancel());
   };
 }
