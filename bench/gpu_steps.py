@@ -82,7 +82,9 @@ def service(timeout_s: float, env: Mapping[str, str]) -> dict[str, Any]:
     deadline = time.monotonic() + timeout_s
     total = 51_200  # 10 iterations of 256 envs x 20 steps
     spec = cartpole_spec(total, eval_every=total)
-    spec["config"]["video"] = {"enabled": True, "every_steps": total, "episode_length": 100}
+    ffmpeg = _ffmpeg()
+    if ffmpeg is not None:  # without one the run's video writer would fail the run
+        spec["config"]["video"] = {"enabled": True, "every_steps": total, "episode_length": 100}
     with tempfile.TemporaryDirectory(prefix="nnx-ppo-gpu-service-") as tmp:
         root = Path(tmp)
         with Service(root / "data", jax_cache=root / "jax", env=dict(env)) as svc:
@@ -95,6 +97,7 @@ def service(timeout_s: float, env: Mapping[str, str]) -> dict[str, Any]:
                 "run_seconds": round(time.monotonic() - started, 1),
                 "stream_events": len(events),
                 "stream_kinds": sorted({str(e.get("kind", e.get("type"))) for e in events}),
+                "ffmpeg": ffmpeg or "none: video not requested",
             }
             if final["status"] != "succeeded":
                 out["log_tail"] = svc.log()[-2000:]
@@ -105,6 +108,16 @@ def service(timeout_s: float, env: Mapping[str, str]) -> dict[str, Any]:
             out["video_bytes"] = [len(svc.client.get(v["url"]).content) for v in videos]
             out["video_is_mp4"] = [svc.client.get(v["url"]).content[4:8] == b"ftyp" for v in videos]
             return out
+
+
+def _ffmpeg() -> str | None:
+    """The ffmpeg the service's video writer would use, or None (the bundle carries none)."""
+    try:
+        import imageio_ffmpeg
+
+        return str(imageio_ffmpeg.get_ffmpeg_exe())
+    except (ImportError, RuntimeError):
+        return None
 
 
 def learning(
