@@ -168,7 +168,7 @@ def main(argv: list[str] | None = None) -> int:
 
     parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     parser.add_argument("out", type=Path)
-    parser.add_argument("--budget-s", type=float, default=530.0, help="all steps together")
+    parser.add_argument("--budget-s", type=float, default=510.0, help="all steps together")
     parser.add_argument("--cartpole-steps", type=int, default=10_000_000)
     parser.add_argument("--learning-steps", type=int, default=10_000_000)
     args = parser.parse_args(argv)

@@ -123,11 +123,15 @@ def test_a_second_runner_is_refused_while_one_holds_the_lock(tmp_path: Path) -> 
             capture_output=True,
             text=True,
             timeout=60,
-            env={**os.environ, "PYTHONPATH": str(ROOT)},
+            env={**os.environ, "PYTHONPATH": _pythonpath()},
         )
     assert done.returncode != 0 and "another learning-table runner" in done.stderr
     with exclusive(tmp_path):  # free again once the holder left
         pass
+
+
+def _pythonpath() -> str:
+    return os.pathsep.join(filter(None, [str(ROOT), os.environ.get("PYTHONPATH")]))
 
 
 def _write(tmp_path: Path, env: str, library: str, seed: int, curve: list) -> None:
