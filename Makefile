@@ -53,7 +53,7 @@ bench: setup
 # bench/results/learning-table/runner.log; `python -m bench.learning_cells status`.
 learning-table: setup
 	mkdir -p bench/results/learning-table
-	nohup nice -n 19 $(PY) -m bench.learning_cells run >> bench/results/learning-table/runner.log 2>&1 &
+	nohup nice -n 19 $(PY) -m bench.learning_cells run --timeout-s 10800 >> bench/results/learning-table/runner.log 2>&1 &
 	@echo "learning table running in the background; log: bench/results/learning-table/runner.log"
 
 # bench/results/learning-table.md and its PNGs from the cells finished so far.

@@ -77,6 +77,8 @@ def environment(timeout_s: float) -> dict[str, Any]:
 def service(timeout_s: float, env: Mapping[str, str]) -> dict[str, Any]:
     """``nnx-ppo serve`` on the GPU: a run submitted over HTTP, its stream followed to the
     end, its checkpoint and its (EGL-rendered) video downloaded."""
+    import httpx
+
     from bench.service_harness import Service, cartpole_spec
 
     deadline = time.monotonic() + timeout_s
@@ -89,6 +91,9 @@ def service(timeout_s: float, env: Mapping[str, str]) -> dict[str, Any]:
         root = Path(tmp)
         with Service(root / "data", jax_cache=root / "jax", env=dict(env)) as svc:
             started = time.monotonic()
+            # The submit checks the spec by loading the env (a Playground import, seconds to
+            # a minute on a loaded CPU): the step's own limit, not the harness's 60 s.
+            svc.client.timeout = httpx.Timeout(max(60.0, deadline - time.monotonic()))
             run = svc.submit(spec)
             events = svc.events(run["id"], timeout=max(1.0, deadline - time.monotonic()))
             final = svc.wait_for(run["id"], timeout=max(1.0, deadline - time.monotonic()))
