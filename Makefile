@@ -7,7 +7,7 @@ DASHBOARD := frontend/dist/index.html
 DASHBOARD_SOURCES := $(shell find frontend/src frontend/index.html frontend/package-lock.json \
 	frontend/vite.config.ts frontend/tsconfig.json frontend/openapi.json -type f 2>/dev/null)
 
-.PHONY: setup serve test test-envs lint format bench clean
+.PHONY: setup serve test test-envs lint format bench learning-table learning-report clean
 
 setup: $(STAMP) $(DASHBOARD)
 
@@ -47,6 +47,18 @@ format: setup
 
 bench: setup
 	$(PY) -m bench.compare
+
+# The learning table against Brax (bench/RESULTS.md): every missing (env, library, seed) cell,
+# one at a time, in the background at the lowest priority; run it again to resume. Progress:
+# bench/results/learning-table/runner.log; `python -m bench.learning_cells status`.
+learning-table: setup
+	mkdir -p bench/results/learning-table
+	nohup nice -n 19 $(PY) -m bench.learning_cells run --timeout-s 10800 >> bench/results/learning-table/runner.log 2>&1 &
+	@echo "learning table running in the background; log: bench/results/learning-table/runner.log"
+
+# bench/results/learning-table.md and its PNGs from the cells finished so far.
+learning-report: setup
+	$(PY) -m bench.learning_report
 
 clean:
 	rm -rf $(VENV) .cache .pytest_cache .ruff_cache frontend/node_modules frontend/dist

@@ -1,19 +1,29 @@
-"""The GPU check that ``bench/gpu_check.sh`` runs: one JSON with everything measured.
+"""The GPU check that ``bench/gpu_check.sh`` runs: one JSON, rewritten after every step.
 
 ::
 
-    bash bench/gpu_check.sh [OUT.json]        # ~8 minutes on one GPU; seconds without one
+    bash bench/gpu_check.sh OUT.json [LOG]    # <= 9 minutes on one GPU
 
-Steps, each with a time limit and each recorded even when it fails:
+For a bare GPU machine with no network: ``gpu_check.sh`` installs the wheels of ``.whl/``
+(``bench/gpu_bundle.sh``) with ``pip --no-index --no-deps --target`` and puts that directory
+on ``PYTHONPATH``, next to the machine's own JAX. Then the steps, in this order, each with its
+own time limit (cut to what is left of ``--budget-s``), each recorded when it ends, failed or
+not, and none stopping the others:
 
-1. ``gpu``: is there an NVIDIA GPU (``nvidia-smi -L``) and does JAX see it? Without one the
-   JSON says ``"gpu": false`` with the reason and nothing else runs.
-2. ``tests``: the test subset that exercises the jitted core (training loop, losses, data
-   parallelism) with ``JAX_PLATFORMS=cuda``.
-3. ``cartpole``: ours and Brax (fresh processes) on CartpoleBalance with Playground's GPU PPO
-   settings (``bench.settings.PLAYGROUND_GPU``): steady env steps/s and the wall time to
-   the first eval reward >= 900.
-4. ``walker``: our env steps/s on WalkerWalk (SPEED settings, 2048 envs).
+1. ``environment``: package versions, JAX's backend and devices, which JAX APIs exist (the
+   JAX 0.11 list of ``bench/RESULTS.md``), that every module imports, and which ffmpeg.
+2. ``tests``: the test subset of the jitted core, ``JAX_PLATFORMS=cuda``, not stopping at
+   the first failure: a JAX 0.11 incompatibility shows in the first minutes.
+3. ``cartpole``: ours and Brax (fresh processes) on CartpoleBalance with Playground's GPU
+   settings (``bench.settings.PLAYGROUND_GPU``): steady env steps/s, start-up (compile)
+   seconds, wall seconds to the first eval reward >= 900.
+4. ``service``: ``nnx-ppo serve`` on the GPU, a run submitted over HTTP, its stream
+   followed, its checkpoint and its EGL-rendered video downloaded.
+5. ``learning``: ours and Brax at Playground's own settings (``preset(env, "gpu")``) on the
+   five envs of the learning table, one seed each, as many as the time left allows.
+
+Without a GPU, steps 2-5 are recorded as skipped (``NNX_PPO_GPU_CHECK_STEPS=tests,...``
+runs the named ones anyway, on the CPU: to try the bundle here).
 """
 
 from __future__ import annotations
@@ -21,11 +31,12 @@ from __future__ import annotations
 import argparse
 import json
 import os
+import re
 import shutil
 import subprocess
 import sys
 import time
-from collections.abc import Mapping
+from collections.abc import Callable, Mapping
 from pathlib import Path
 from typing import Any
 
@@ -36,6 +47,8 @@ TEST_SUBSET = (
     "tests/algorithms/test_reward_streams.py",
     "tests/algorithms/test_data_parallel.py",
 )
+GPU_STEPS = ("tests", "cartpole", "service", "learning")
+"""Steps that need a GPU (skipped without one unless named in ``NNX_PPO_GPU_CHECK_STEPS``)."""
 
 
 def gpu_status() -> dict[str, Any]:
@@ -59,76 +72,133 @@ def first_reaching(curve: list[Mapping[str, float]], threshold: float) -> float 
     return None
 
 
-def _timed(step: str, fn: Any, out: dict[str, Any]) -> None:
-    start = time.monotonic()
-    try:
-        out[step] = fn()
-    except Exception as error:  # recorded, and the other steps still run
-        out[step] = {"error": f"{type(error).__name__}: {error}"}
-    out[step]["seconds"] = round(time.monotonic() - start, 1)
+class Check:
+    """The steps' shared clock and the JSON file, rewritten (atomically) after each step."""
+
+    def __init__(self, out: Path, budget_s: float, selected: set[str] | None, gpu: bool):
+        self.out_path = out
+        self.deadline = time.monotonic() + budget_s
+        self.selected = selected
+        self.gpu = gpu
+        self.out: dict[str, Any] = {
+            "started": time.strftime("%Y-%m-%dT%H:%M:%SZ", time.gmtime()),
+            "budget_s": budget_s,
+            "steps": {},
+        }
+
+    def remaining(self) -> float:
+        return self.deadline - time.monotonic()
+
+    def write(self) -> None:
+        tmp = self.out_path.with_suffix(".tmp")
+        tmp.write_text(json.dumps(self.out, indent=2) + "\n")
+        tmp.replace(self.out_path)
+
+    def step(self, name: str, timeout_s: float, fn: Callable[[float], dict[str, Any]]) -> None:
+        """Runs ``fn(limit)`` with ``limit = min(timeout_s, time left)`` and records it."""
+        if self.selected is not None and name not in self.selected:
+            self.out["steps"][name] = {"skipped": "not selected"}
+        elif name in GPU_STEPS and not self.gpu and self.selected is None:
+            self.out["steps"][name] = {"skipped": "no GPU"}
+        elif (limit := min(timeout_s, self.remaining())) < 10:
+            self.out["steps"][name] = {"skipped": "out of time"}
+        else:
+            _log(f"[gpu-check] {name}: up to {limit:.0f} s")
+            start = time.monotonic()
+            try:
+                result = fn(limit)
+            except Exception as error:  # recorded; the other steps still run
+                result = {"error": f"{type(error).__name__}: {error}"[:4000]}
+            result["seconds"] = round(time.monotonic() - start, 1)
+            self.out["steps"][name] = result
+            _log(f"[gpu-check] {name}: {json.dumps(result)[:600]}")
+        self.write()
 
 
-def run_tests(timeout_s: float) -> dict[str, Any]:
-    env = {**os.environ, "JAX_PLATFORMS": "cuda"}
+def run_tests(timeout_s: float, env: Mapping[str, str]) -> dict[str, Any]:
+    """The core subset under pytest, every test run (no ``-x``); counts and failures."""
     done = subprocess.run(
-        [sys.executable, "-m", "pytest", "-q", "-p", "no:cacheprovider", *TEST_SUBSET],
+        [sys.executable, "-m", "pytest", "-q", "-rfE", "-p", "no:cacheprovider", *TEST_SUBSET],
         cwd=ROOT,
-        env=env,
+        env=dict(env),
         capture_output=True,
         text=True,
         timeout=timeout_s,
     )
-    return {"returncode": done.returncode, "summary": done.stdout.strip().splitlines()[-1:]}
+    _log(done.stdout[-6000:] + done.stderr[-2000:])
+    lines = done.stdout.strip().splitlines()
+    failed = [line.split(" ", 1)[1] for line in lines if re.match(r"^(FAILED|ERROR) ", line)]
+    return {"returncode": done.returncode, "summary": lines[-1:], "failed": failed[:40]}
 
 
 def cartpole(total_steps: int, timeout_s: float) -> dict[str, Any]:
+    """Ours and Brax at ``PLAYGROUND_GPU``, each with half of ``timeout_s``."""
     from bench.brax_runner import run_brax_ppo_subprocess
     from bench.nnx_runner import run_nnx_ppo_subprocess
     from bench.settings import PLAYGROUND_GPU
 
-    settings = {**PLAYGROUND_GPU, "total_steps": total_steps}
+    settings = {**PLAYGROUND_GPU, "total_steps": total_steps, "num_evals": 6}
     out: dict[str, Any] = {"settings": dict(settings)}
+    start = time.monotonic()
     for name, runner in (("nnx_ppo", run_nnx_ppo_subprocess), ("brax", run_brax_ppo_subprocess)):
-        result = runner(settings, timeout_s=timeout_s)
+        limit = timeout_s / 2 if name == "nnx_ppo" else timeout_s - (time.monotonic() - start)
+        try:
+            result = runner(settings, timeout_s=limit)
+        except subprocess.SubprocessError as error:
+            out[name] = {"error": f"{type(error).__name__}: {error}"[:1000]}
+            continue
         out[name] = {
             "env_steps_per_second": result["env_steps_per_second"],
             "compile_seconds": result["compile_seconds"],
             "seconds_to_900": first_reaching(result["curve"], 900.0),
             "final_eval_reward": result["final_eval_reward"],
         }
-    out["ratio"] = out["nnx_ppo"]["env_steps_per_second"] / out["brax"]["env_steps_per_second"]
+    if "env_steps_per_second" in out["nnx_ppo"] and "env_steps_per_second" in out["brax"]:
+        ours, brax = out["nnx_ppo"], out["brax"]
+        out["ratio"] = ours["env_steps_per_second"] / brax["env_steps_per_second"]
     return out
 
 
-def walker(total_steps: int, timeout_s: float) -> dict[str, Any]:
-    from bench.nnx_runner import run_nnx_ppo_subprocess
-    from bench.settings import SPEED
-
-    settings = {**SPEED, "env": "WalkerWalk", "n_envs": 2048, "batch_size": 512}
-    result = run_nnx_ppo_subprocess(
-        {**settings, "total_steps": total_steps, "num_evals": 3}, timeout_s=timeout_s
-    )
-    return {"env_steps_per_second": result["env_steps_per_second"]}
+def _log(message: str) -> None:
+    print(message, file=sys.stderr, flush=True)
 
 
 def main(argv: list[str] | None = None) -> int:
+    from bench import gpu_steps
+
     parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     parser.add_argument("out", type=Path)
-    parser.add_argument("--cartpole-steps", type=int, default=20_000_000)
-    parser.add_argument("--walker-steps", type=int, default=4_096_000)
+    parser.add_argument("--budget-s", type=float, default=510.0, help="all steps together")
+    parser.add_argument("--cartpole-steps", type=int, default=10_000_000)
+    parser.add_argument("--learning-steps", type=int, default=10_000_000)
     args = parser.parse_args(argv)
-    out: dict[str, Any] = {"started": time.strftime("%Y-%m-%dT%H:%M:%SZ", time.gmtime())}
-    out.update(gpu_status())
-    if out["gpu"]:
-        import jax
+    named = os.environ.get("NNX_PPO_GPU_CHECK_STEPS")
+    selected = {"environment", *named.split(",")} if named else None
+    status = gpu_status()
+    check = Check(args.out, args.budget_s, selected, status["gpu"])
+    check.out.update(status)
+    check.out["bundle"] = os.environ.get("NNX_PPO_GPU_BUNDLE", "none")
+    check.write()
+    env = {**os.environ}
+    if status["gpu"]:
+        env |= {"JAX_PLATFORMS": "cuda", "MUJOCO_GL": "egl"}
+    check.step("environment", 90, gpu_steps.environment)
+    check.step("tests", 150, lambda limit: run_tests(limit, env))
+    check.step("cartpole", 160, lambda limit: cartpole(args.cartpole_steps, limit))
+    check.step("service", 90, lambda limit: gpu_steps.service(limit, env))
 
-        out["jax_backend"] = jax.default_backend()
-        out["jax_devices"] = [str(d) for d in jax.devices()]
-        _timed("tests", lambda: run_tests(150), out)
-        _timed("cartpole", lambda: cartpole(args.cartpole_steps, 150), out)
-        _timed("walker", lambda: walker(args.walker_steps, 90), out)
-    args.out.write_text(json.dumps(out, indent=2))
-    print(json.dumps(out, indent=2))
+    def record(partial: dict[str, Any]) -> None:
+        check.out["steps"]["learning"] = partial
+        check.write()
+
+    check.step(
+        "learning",
+        check.remaining(),
+        lambda limit: gpu_steps.learning(check.remaining, args.learning_steps, 6, 120, record),
+    )
+    check.out["finished"] = time.strftime("%Y-%m-%dT%H:%M:%SZ", time.gmtime())
+    check.write()
+    print(json.dumps(check.out, indent=2))
     return 0
 
 

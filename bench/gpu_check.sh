@@ -1,20 +1,31 @@
 #!/usr/bin/env bash
-# The GPU check: installs the gpu extra where there is a GPU, runs the jitted core's tests on
-# it, measures CartpoleBalance (ours and Brax, Playground's GPU settings) and WalkerWalk, and
-# writes one JSON (default bench/results/gpu-check.json). Without a GPU it writes a "no GPU"
-# result in seconds. Wheels in .whl/ (for a machine without the package index) are used
-# when present. Usage: bash bench/gpu_check.sh [OUT.json]
+# The GPU check for a bare GPU machine (no network): installs the wheels of .whl/ (made here by
+# bench/gpu_bundle.sh; carry .whl with the tree) with pip --no-index --no-deps into a target
+# directory on PYTHONPATH, next to the machine's own JAX, then runs bench.gpu_check: one JSON
+# rewritten after every step, and a log; at most 9 minutes in all. Without a GPU the GPU steps
+# are recorded as skipped. Usage: bash bench/gpu_check.sh OUT.json [LOG]
 set -euo pipefail
 cd "$(dirname "$0")/.."
 out="${1:-bench/results/gpu-check.json}"
+log="${2:-${out%.json}.log}"
 python="${NNX_PPO_PYTHON:-python3}"
-if [ -x .venv/bin/python ]; then python=.venv/bin/python; fi
-if command -v nvidia-smi >/dev/null && nvidia-smi -L >/dev/null 2>&1; then
-  if [ -d .whl ]; then
-    "$python" -m pip install -q --no-index --find-links .whl -e ".[gpu,bench]"
+site="${NNX_PPO_GPU_SITE:-}"  # an empty or new directory; default: a fresh temporary one
+if [ -z "$site" ]; then site="$(mktemp -d "${TMPDIR:-/tmp}/nnx-ppo-gpu-site.XXXXXX")"; fi
+t0=$(date +%s)  # 9 minutes in all, the install included
+mkdir -p "$(dirname "$out")" "$(dirname "$log")"
+: > "$log"
+export NNX_PPO_GPU_BUNDLE="none: no .whl/, using what is installed"
+if compgen -G ".whl/*.whl" > /dev/null; then
+  if [ -n "$(ls -A "$site" 2>/dev/null)" ]; then echo "$site is not empty" >&2; exit 2; fi
+  start=$(date +%s)
+  if "$python" -m pip install --quiet --disable-pip-version-check --no-index --no-deps \
+      --target "$site" .whl/*.whl >> "$log" 2>&1; then
+    NNX_PPO_GPU_BUNDLE="$(ls .whl/*.whl | wc -l) wheels into $site in $(( $(date +%s) - start )) s"
   else
-    "$python" -m pip install -q -e ".[gpu,bench]"
+    NNX_PPO_GPU_BUNDLE="pip install from .whl/ failed (see the log)"
   fi
-  export JAX_PLATFORMS=cuda MUJOCO_GL=egl
 fi
-exec timeout 480 "$python" -m bench.gpu_check "$out"
+export PYTHONPATH="$PWD:$site${PYTHONPATH:+:$PYTHONPATH}"
+echo "[gpu-check] bundle: $NNX_PPO_GPU_BUNDLE" >> "$log"
+budget=$(( 525 - ($(date +%s) - t0) ))
+timeout -k 5 $(( budget + 10 )) "$python" -m bench.gpu_check "$out" --budget-s "$budget" 2>> "$log"

@@ -40,8 +40,13 @@ REACH_FRACTION = 0.9
 """Our time is measured to this fraction of Brax's median final reward."""
 
 
-def playground_settings(env: str, steps: int, num_evals: int) -> dict[str, Any]:
-    """The benchmark settings of ``env``'s CPU preset, at about ``steps`` env steps.
+def playground_settings(
+    env: str, steps: int, num_evals: int, variant: str = "cpu"
+) -> dict[str, Any]:
+    """The benchmark settings of ``env``'s ``variant`` preset, at about ``steps`` env steps.
+
+    ``variant`` ``"gpu"`` is Playground's own parameters (2048 envs, 32 minibatches);
+    ``"cpu"`` divides both for this CPU (:mod:`nnx_ppo.presets.playground`).
 
     ``steps`` is rounded to ``num_evals - 1`` epochs of whole updates (at least one each), so
     that Brax runs exactly ``total_steps`` and evaluates where we do.
@@ -53,7 +58,7 @@ def playground_settings(env: str, steps: int, num_evals: int) -> dict[str, Any]:
     from nnx_ppo import presets
     from nnx_ppo.presets.playground import brax_ppo_params
 
-    preset = presets.preset(env, "cpu")
+    preset = presets.preset(env, variant)
     if preset.source != "playground":
         raise ValueError(f"{env!r} has no Playground preset (source {preset.source!r})")
     params = brax_ppo_params(env)

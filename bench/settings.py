@@ -127,3 +127,72 @@ PRESETS: Mapping[str, Mapping[str, Any]] = MappingProxyType(
     }
 )
 """Presets by the name the command lines accept."""
+
+LEARNING_TABLE_ENVS: tuple[str, ...] = (
+    "CartpoleSwingup",
+    "PendulumSwingup",
+    "ReacherEasy",
+    "FingerSpin",
+    "AcrobotSwingup",
+)
+"""The five DM Control envs of the learning table (``bench.learning_cells``)."""
+
+LEARNING_TABLE: Mapping[str, Any] = MappingProxyType(
+    {
+        # Playground's dm_control_suite brax_ppo_config (mujoco_playground 0.2.0) with the SGD
+        # cost per env step cut ~10x for a 2-core CPU; identical for both libraries.
+        # Cut: 2048 -> 256 envs; 16 unrolls per update -> 1 (batch_size 1024 -> 32 trajectories
+        # per minibatch, 32 -> 8 minibatches): one update is 256 envs x 30 steps = 7,680 env
+        # steps, in 8 minibatches of 32 envs x 30 steps; 16 -> 4 passes; value 5x256 -> 2x256.
+        # SGD per env step (CartpoleSwingup, 5 observations): 4 passes x (policy 4x32 +
+        # value 2x256 = 70k multiply-adds a sample forward) x 3 (forward and backward) x 2
+        # FLOP ~= 1.7 MFLOP, against Playground's 16 x 267k x 3 x 2 ~= 26 MFLOP (~15x).
+        # As Playground's: unroll 30, policy 4x32, lr 1e-3, discount 0.995 (FingerSpin 0.95,
+        # see LEARNING_TABLE_DISCOUNTING), GAE lambda 0.95, clipping 0.3, entropy 1e-2,
+        # reward scaling 10, observation normalisation, episode length 1000, no gradient clip.
+        # Not as Playground's: num_resets_per_eval 0 (nnx-ppo resets only finished envs, so
+        # Brax does the same), 64 eval episodes (Playground 128: halves the eval cost), and
+        # the budget: 5M steps (Playground 60M, AcrobotSwingup 100M) with an eval every
+        # 33 updates = 253,440 steps (20 epochs: 20 x 33 x 7,680 = 5,068,800 steps).
+        "episode_length": 1000,
+        "n_envs": 256,
+        "rollout_length": 30,
+        "n_minibatches": 8,
+        "batch_size": 32,  # 32 * 8 == 256 == n_envs: one rollout per update.
+        "n_epochs": 4,
+        "policy_hidden": (32, 32, 32, 32),
+        "value_hidden": (256, 256),
+        "normalize_observations": True,
+        "learning_rate": 1e-3,
+        "discounting": 0.995,
+        "gae_lambda": 0.95,
+        "clipping_epsilon": 0.3,
+        "entropy_cost": 1e-2,
+        "reward_scaling": 10.0,
+        "max_grad_norm": None,
+        "vf_loss_coefficient": 0.5,
+        "num_resets_per_eval": 0,
+        "total_steps": 20 * 33 * 7_680,
+        "num_evals": 21,
+        "num_eval_envs": 64,
+    }
+)
+"""Learning-table preset: the settings both libraries share, per env from
+:func:`learning_table_settings` (which adds ``env``, ``seed`` and the env's discount)."""
+
+LEARNING_TABLE_DISCOUNTING: Mapping[str, float] = MappingProxyType({"FingerSpin": 0.95})
+"""Playground's per-env discount where it is not the suite's 0.995."""
+
+
+def learning_table_settings(env: str, seed: int) -> dict[str, Any]:
+    """The learning table's settings for one (env, seed): the same for both libraries.
+
+    Raises:
+        ValueError: If ``env`` is not one of :data:`LEARNING_TABLE_ENVS` or ``seed`` < 0.
+    """
+    if env not in LEARNING_TABLE_ENVS:
+        raise ValueError(f"env {env!r} is not in the learning table {LEARNING_TABLE_ENVS}")
+    if not isinstance(seed, int) or seed < 0:
+        raise ValueError(f"seed ({seed!r}) must be a non-negative int")
+    discounting = LEARNING_TABLE_DISCOUNTING.get(env, LEARNING_TABLE["discounting"])
+    return {**LEARNING_TABLE, "env": env, "seed": seed, "discounting": discounting}

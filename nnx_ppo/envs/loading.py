@@ -11,6 +11,7 @@ env, the missing folder and the fix; Playground's own ``git clone`` is never run
 
 from __future__ import annotations
 
+import importlib.util
 import inspect
 from collections.abc import Mapping
 from pathlib import Path
@@ -54,8 +55,8 @@ def load(name: str, overrides: Mapping[str, Any] | None = None) -> EpisodeWrappe
     keywords as overrides. Any other name is loaded with
     ``mujoco_playground.registry.load(name, config_overrides=overrides)``; keys may be dotted
     paths into the env's config (``"vision_config.nworld"``). When ``impl`` is not
-    overridden and JAX runs on the CPU, ``impl="jax"`` is used (Playground's default ``warp``
-    is ~30x slower there).
+    overridden, :func:`default_impl` chooses it: ``"jax"`` on the CPU (Playground's default
+    ``warp`` is ~30x slower there) or where ``warp-lang`` is not installed.
 
     ``episode_length`` is accepted for every env. It defaults to the built-in env's
     ``default_episode_length``, or to the Playground env's ``config.episode_length``.
@@ -166,8 +167,10 @@ def _load_playground(name: str, overrides: dict[str, Any]) -> EpisodeWrapper:
     episode_length = overrides.get(_EPISODE_LENGTH)
     if _EPISODE_LENGTH in unknown:  # Not a config field of this env: for the wrapper only.
         del overrides[_EPISODE_LENGTH]
-    if "impl" not in overrides and "impl" in default_config and _on_cpu():
-        overrides["impl"] = "jax"
+    if "impl" not in overrides and "impl" in default_config:
+        impl = default_impl(jax.default_backend(), _warp_installed())
+        if impl is not None:
+            overrides["impl"] = impl
     try:
         env = registry.load(name, config_overrides=overrides or None)
     except (KeyError, TypeError) as err:
@@ -201,8 +204,19 @@ def _playground_env_names() -> tuple[str, ...]:
     return tuple(catalogue.PLAYGROUND_FAMILIES)
 
 
-def _on_cpu() -> bool:
-    return jax.default_backend() == "cpu"
+def default_impl(backend: str, warp_installed: bool) -> str | None:
+    """The physics ``impl`` to load a Playground env with when the caller names none.
+
+    ``"jax"`` (MJX's JAX implementation) on the CPU, where Playground's default ``warp`` is
+    ~30x slower, and wherever ``warp-lang`` is not installed (a GPU machine that got only the
+    wheels it can carry: warp-lang is ~400 MB installed); otherwise None: Playground's own
+    default.
+    """
+    return "jax" if backend == "cpu" or not warp_installed else None
+
+
+def _warp_installed() -> bool:
+    return importlib.util.find_spec("warp") is not None
 
 
 def _config_has_key(config: Any, dotted_key: str) -> bool:

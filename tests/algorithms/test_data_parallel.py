@@ -30,7 +30,8 @@ def runs() -> dict:
         "XLA_FLAGS": "--xla_force_host_platform_device_count=2",
         "JAX_PLATFORMS": "cpu",
         "NNX_PPO_JAX_CACHE": os.environ.get("NNX_PPO_JAX_CACHE", str(ROOT / ".cache" / "jax")),
-        "PYTHONPATH": str(ROOT),
+        # Prepended, not replacing: the GPU check puts its wheels' directory on PYTHONPATH.
+        "PYTHONPATH": os.pathsep.join(filter(None, [str(ROOT), os.environ.get("PYTHONPATH")])),
     }
     done = subprocess.run(
         [sys.executable, "-m", "tests.algorithms.data_parallel_run"],

@@ -16,6 +16,7 @@ from nnx_ppo.envs import (
     describe,
     load,
 )
+from nnx_ppo.envs.loading import default_impl
 
 
 def test_load_builtin_with_defaults():
@@ -93,6 +94,14 @@ def test_unknown_playground_override_raises_naming_it():
         load("CartpoleBalance", {"not_a_field": 1})
     with pytest.raises(ValueError, match=r"vision_config\.nope"):
         load("CartpoleBalance", {"vision_config.nope": 1})
+
+
+def test_default_impl_is_jax_on_cpu_and_without_warp_else_playgrounds():
+    assert default_impl("cpu", warp_installed=True) == "jax"
+    assert default_impl("cpu", warp_installed=False) == "jax"
+    # A GPU machine without warp-lang (the bare GPU check carries no 400 MB of warp): MJX-JAX.
+    assert default_impl("gpu", warp_installed=False) == "jax"
+    assert default_impl("gpu", warp_installed=True) is None  # Playground's own default
 
 
 @pytest.mark.skipif(jax.default_backend() != "cpu", reason="impl default only applies on CPU")
