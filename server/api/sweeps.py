@@ -181,10 +181,12 @@ def _short(value: Any) -> str:
     return text if len(text) <= 80 else text[:77] + "..."
 
 
-def _check(services: ServicesDep, request: SweepCreate) -> int:
-    """Checks the base spec and every extreme of the space with the runs' own checks
-    (422 naming ``spec.<field>`` or ``space.<path>``); returns the base spec's steps."""
+def _check(services: ServicesDep, request: SweepCreate) -> tuple[SweepCreate, int]:
+    """Checks the base spec (its left-out fields taken from the env's preset, as a run's)
+    and every extreme of the space with the runs' own checks (422 naming ``spec.<field>``
+    or ``space.<path>``); returns the request with that base spec, and its steps."""
     try:
+        request = request.model_copy(update={"spec": runs_api.with_preset(services, request.spec)})
         base_total = runs_api._validate(services, request.spec)
     except RequestValidationError as error:
         raise RequestValidationError(
@@ -219,7 +221,7 @@ def _check(services: ServicesDep, request: SweepCreate) -> int:
             field = ".".join(str(p) for p in first["loc"] if p != "body")
             message = f"{what} gives an invalid run spec: {field}: {first['msg']}"
             raise _invalid(loc, message) from None
-    return base_total
+    return request, base_total
 
 
 # -- routes -------------------------------------------------------------------------------
@@ -234,7 +236,7 @@ def _check(services: ServicesDep, request: SweepCreate) -> int:
 def submit_sweep(
     request: SweepCreate, services: ServicesDep, sweeps: SweepServicesDep
 ) -> SweepPublic:
-    base_total = _check(services, request)
+    request, base_total = _check(services, request)
     sweep = sweeps.store.create(
         request.model_dump(mode="json"),
         name=request.name or f"sweep-{request.spec.env.name}",
