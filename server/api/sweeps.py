@@ -172,8 +172,12 @@ def sweep_public(sweep: SweepRow, runs: list[RunRow], *, detail: bool = False) -
 # -- checks -------------------------------------------------------------------------------
 
 
+def _problem(loc: tuple[Any, ...], msg: str) -> dict[str, Any]:
+    return {"loc": ["body", *loc], "msg": msg, "type": "value_error"}
+
+
 def _invalid(loc: tuple[Any, ...], msg: str) -> RequestValidationError:
-    return RequestValidationError([{"loc": ["body", *loc], "msg": msg, "type": "value_error"}])
+    return RequestValidationError([_problem(loc, msg)])
 
 
 def _short(value: Any) -> str:
@@ -204,6 +208,7 @@ def _check(services: ServicesDep, request: SweepCreate) -> tuple[SweepCreate, in
             f"at most {MAX_CHECKS}",
         )
     stored = request.spec.stored()
+    problems: list[dict[str, Any]] = []
     for path, values in checks:
         loc = ("space", path) if path is not None else ("space",)
         what = (
@@ -215,12 +220,16 @@ def _check(services: ServicesDep, request: SweepCreate) -> tuple[SweepCreate, in
             spec = RunCreate.model_validate(with_values(stored, values))
             runs_api._validate(services, spec)
         except PathError as error:
-            raise _invalid(loc, str(error)) from None
+            problems.append(_problem(loc, str(error)))
         except (ValidationError, RequestValidationError) as error:
-            first = error.errors()[0]
-            field = ".".join(str(p) for p in first["loc"] if p != "body")
-            message = f"{what} gives an invalid run spec: {field}: {first['msg']}"
-            raise _invalid(loc, message) from None
+            found = "; ".join(
+                f"{'.'.join(str(p) for p in e['loc'] if p != 'body')}: {e['msg']}"
+                for e in error.errors()
+            )
+            problems.append(_problem(loc, f"{what} gives an invalid run spec: {found}"))
+    named = [p for p in problems if len(p["loc"]) > 2]
+    if problems:  # each path whose values fail (a combination only when none alone does)
+        raise RequestValidationError(named or problems)
     return request, base_total
 
 

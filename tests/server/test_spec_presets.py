@@ -23,6 +23,8 @@ from tests.service_harness import Service, refused_locs, tiny_ppo_spec
 @pytest.fixture(scope="module")
 def service(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Service]:
     svc = Service(tmp_path_factory.mktemp("presets") / "data", worker=False).start()
+    # The spec checker's first answer waits for its JAX import (long on a loaded machine).
+    assert svc.client.get("/api/envs/PointReach/preset", timeout=180).status_code == 200
     yield svc
     svc.close()
 
@@ -144,3 +146,18 @@ def test_a_sweep_base_spec_takes_the_preset(service: Service) -> None:
     assert spec["config"]["ppo"]["n_envs"] == 64 and spec["preset"]["name"] == "PointReach"
     assert spec["config"]["eval"]["every_steps"] == 3334  # 6 evaluations over 20k
     service.client.post(f"/api/sweeps/{response.json()['id']}/cancel")
+
+
+def test_every_bad_value_of_a_sweep_space_is_reported_at_once(service: Service) -> None:
+    body = {
+        "spec": {"env": {"name": "PointReach"}, "config": {"ppo": {"total_steps": 20_000}}},
+        "space": {
+            "config.ppo.learning_rate": {"uniform": [-1, 1e-3]},
+            "config.ppo.clip_range": {"choice": [0.2, 3]},
+        },
+    }
+    response = service.client.post("/api/sweeps", json=body, timeout=180)  # 5 specs checked
+    assert sorted(refused_locs(response)) == [
+        ["body", "space", "config.ppo.clip_range"],
+        ["body", "space", "config.ppo.learning_rate"],
+    ]
