@@ -161,3 +161,22 @@ def test_every_bad_value_of_a_sweep_space_is_reported_at_once(service: Service) 
         ["body", "space", "config.ppo.clip_range"],
         ["body", "space", "config.ppo.learning_rate"],
     ]
+
+
+def test_the_variant_is_the_workers_unless_the_spec_pins_one(service: Service) -> None:
+    # CartpoleSwingup's Playground preset: 2048 envs on a GPU, 256 in the CPU variant. The
+    # service has no GPU worker: CPU, as GET /api/envs/{name}/preset answers.
+    cpu = service.client.post(
+        "/api/runs", json={"env": {"name": "CartpoleSwingup"}}, timeout=180
+    ).json()["spec"]
+    assert (cpu["preset"]["variant"], cpu["config"]["ppo"]["n_envs"]) == ("cpu", 256)
+    gpu = service.client.post(
+        "/api/runs",
+        json={"env": {"name": "CartpoleSwingup"}, "preset": {"variant": "gpu"}},
+        timeout=180,
+    ).json()["spec"]
+    assert (gpu["preset"]["variant"], gpu["config"]["ppo"]["n_envs"]) == ("gpu", 2048)
+    assert gpu["preset"]["source"] == "playground"
+    other = {"env": {"name": "CartpoleSwingup"}, "preset": {"name": "PointReach"}}
+    response = service.client.post("/api/runs", json=other, timeout=180)
+    assert refused_locs(response) == [["body", "preset", "name"]]
