@@ -32,6 +32,8 @@ from typing import Any
 CADENCES = (("eval", "every_steps"), ("checkpoint_every_steps",))
 """Config paths that follow ``ppo.total_steps`` when only the total is set."""
 _DISTILLATION_EVAL = ("n_envs", "max_episode_length")
+MAX_TOTAL_STEPS = 10**12
+"""``spec_check.MAX_TOTAL_STEPS`` (which imports JAX): a larger total is refused there."""
 
 
 def fill(
@@ -115,7 +117,7 @@ def _follow_total(config: dict[str, Any], preset: Mapping[str, Any], filled: lis
         return
     total = config.get("ppo", {}).get("total_steps")
     preset_total = preset["ppo"]["total_steps"]
-    if not _is_count(total):
+    if not _is_count(total) or total > MAX_TOTAL_STEPS:
         return  # the checker names the bad total
     for path in CADENCES:
         if ".".join(path) not in filled:

@@ -78,3 +78,10 @@ def test_follow_total_keeps_the_number_of_events() -> None:
     assert follow_total(300_000, 50_000, 200_000) == 33_334  # 6 over 200k
     assert follow_total(300_000, 100_000, 10) == 4  # 3 over 10 steps: ceil(10 / 3)
     assert follow_total(100, 1000, 5000) == 5000  # fewer than one: one, at the end
+
+
+def test_a_refused_total_leaves_the_cadences_alone() -> None:
+    for total in (1e300, -5, 2.5, "many"):
+        spec = {"env": {"name": "WalkerWalk"}, "config": {"ppo": {"total_steps": total}}}
+        out = fill(spec, set(), ANSWER)
+        assert out["config"]["eval"]["every_steps"] == 6_666_667, total
