@@ -457,7 +457,14 @@ export function runFormView(main: HTMLElement, { query }: RouteContext): () => v
     resume.setRuns(runsPage.items);
     if (resumeId) {
       const run = await api.getRun(resumeId);
-      await loadSpec({ ...run.spec, name: `${run.name}-resumed`, resume_from: { run_id: run.id, step } });
+      // A spec stored before specs were filled from the preset trained with the defaults.
+      const preset = "preset" in run.spec ? run.spec.preset : false;
+      await loadSpec({
+        ...run.spec,
+        preset,
+        name: `${run.name}-resumed`,
+        resume_from: { run_id: run.id, step },
+      });
     } else if (teacherId) {
       const run = await api.getRun(teacherId);
       await loadSpec({
