@@ -7,7 +7,7 @@ separate process before anything is queued.
 
 from __future__ import annotations
 
-from typing import Any, Literal
+from typing import Annotated, Any, Literal
 
 from pydantic import BaseModel, ConfigDict, Field, ValidationInfo, field_validator, model_validator
 
@@ -128,6 +128,27 @@ class ResourcesSpec(BaseModel):
     )
 
 
+class PresetRef(BaseModel):
+    """Which preset fills a spec's left-out fields (``server.spec.preset_fill``). A stored
+    spec records ``name``, ``variant``, ``source`` and ``filled``; given back (a spec copied
+    from a run), ``source`` and ``filled`` are recomputed."""
+
+    model_config = ConfigDict(extra="forbid")
+
+    name: str | None = Field(
+        default=None, max_length=200, description="The env whose preset it is: the spec's env."
+    )
+    variant: Literal["cpu", "gpu"] | None = Field(
+        default=None,
+        description="The machine it is sized for; default: gpu when a live worker has a GPU, "
+        "else cpu (as GET /api/envs/{name}/preset).",
+    )
+    source: str | None = Field(default=None, max_length=200, description="Read only.")
+    filled: list[Annotated[str, Field(max_length=200)]] | None = Field(
+        default=None, max_length=1000, description="Read only: the spec paths it filled."
+    )
+
+
 class RunCreate(BaseModel):
     """A run spec, as ``POST /api/runs`` takes it (see DESIGN.md)."""
 
@@ -140,7 +161,14 @@ class RunCreate(BaseModel):
     config: dict[str, Any] = Field(
         default_factory=dict,
         description="TrainConfig (ppo) or DistillationTrainConfig (distillation) fields; "
-        "each optional, with the library's defaults.",
+        "each optional: a field left out takes the env's preset (see preset). Integral "
+        "numbers may be written as floats (1e6); total_steps is at most 1e12.",
+    )
+    preset: bool | PresetRef | None = Field(
+        default=True,
+        description="true (default): fields left out of env.overrides, network and config "
+        "take the env's preset; false: the library's defaults; an object picks the variant. "
+        "The stored spec names the preset and the paths it filled (null: the env has none).",
     )
     tags: list[str] = Field(default_factory=list, max_length=32)
     notes: str = Field(default="", max_length=10_000)

@@ -32,7 +32,8 @@ def free_port() -> int:
 
 
 def tiny_ppo_spec(total_steps: int = 20_000, **config: Any) -> dict[str, Any]:
-    """A PointReach run that compiles in seconds and trains in a few more."""
+    """A PointReach run that compiles in seconds and trains in a few more (with the library's
+    defaults, not the env's preset: the tests that share it share its compiled programs)."""
     ppo = {
         "n_envs": 16,
         "rollout_length": 10,
@@ -43,6 +44,7 @@ def tiny_ppo_spec(total_steps: int = 20_000, **config: Any) -> dict[str, Any]:
     return {
         "kind": "ppo",
         "env": {"name": "PointReach"},
+        "preset": False,
         "network": {"kind": "mlp", "actor_hidden_sizes": [16], "critic_hidden_sizes": [16]},
         "config": {
             "ppo": ppo,
@@ -61,10 +63,12 @@ def refused_locs(response: httpx.Response) -> list[list[Any]]:
 
 def cartpole_video_spec() -> dict[str, Any]:
     """A short CartpoleBalance run (``impl="jax"``) that records two videos (steps 1600
-    and 3200) and two checkpoints; tests that share it share its compiled programs."""
+    and 3200) and two checkpoints; tests that share it share its compiled programs (so the
+    library's defaults, not the env's preset)."""
     return {
         "kind": "ppo",
         "name": "cartpole-e2e",
+        "preset": False,
         "env": {"name": "CartpoleBalance", "overrides": {"impl": "jax"}},
         "network": {"kind": "mlp", "actor_hidden_sizes": [32], "critic_hidden_sizes": [32]},
         "config": {

@@ -96,10 +96,12 @@ def test_invalid_step_count_is_a_clear_error(capsys, tmp_path):
 
 def test_train_shows_a_progress_bar_and_the_evaluations(capsys, tmp_path, monkeypatch):
     # PointReach's preset: 64 envs x 16 steps = 1,024 per iteration; 4,096 steps are 4
-    # iterations in one jitted call, evaluated once at the end.
+    # iterations in one jitted call, evaluated once at the end (set: --steps alone would
+    # keep the preset's 6 evaluations over the run).
     monkeypatch.setenv("COLUMNS", "200")
     result = tmp_path / "result.json"
-    argv = ["train", "PointReach", "--steps", "4096", "--seed", "2", "--json", str(result)]
+    argv = ["train", "PointReach", "--steps", "4096", "eval.every_steps=4096", "--seed", "2"]
+    argv += ["--json", str(result)]
     assert main([*argv, "--cache-dir", str(tmp_path)]) == 0
     out = capsys.readouterr().out
     assert "training" in out and "4,096/4,096 steps" in out  # the finished bar

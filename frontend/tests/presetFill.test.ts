@@ -1,7 +1,7 @@
 import { describe, expect, it } from "vitest";
 
 import type { EnvPreset } from "../src/api/types";
-import { createPresetFiller, presetSummary, specFromPreset } from "../src/form/presetFill";
+import { createPresetFiller, formSpec, presetSummary, specFromPreset } from "../src/form/presetFill";
 import { NETWORK_FIELDS, configSections } from "../src/form/fields";
 
 /** GET /api/envs/Go1JoystickFlatTerrain/preset?variant=cpu, as the service answers it. */
@@ -152,5 +152,57 @@ describe("filling the New Run form from an env's preset", () => {
       () => {},
     );
     expect(await failing.picked("PointReach")).toBe("failed");
+  });
+
+  it("submits only what the server would not fill with the same value", () => {
+    const base = {
+      kind: "ppo" as const,
+      env: { name: GO1.env, overrides: { episode_length: 1000 } },
+      network: { kind: "mlp" as const },
+      config: {},
+    };
+    const values = [
+      { path: "config.ppo.n_envs", value: 256, libraryDefault: 256 }, // the preset's
+      { path: "config.ppo.learning_rate", value: 0.001, libraryDefault: 0.0001 }, // edited
+      { path: "config.ppo.total_steps", value: 200000000, libraryDefault: 512000 }, // the preset's
+      { path: "config.eval.every_steps", value: 22222223, libraryDefault: 50000 }, // the preset's
+      { path: "network.activation", value: "swish", libraryDefault: "tanh" }, // the preset's
+      { path: "network.min_std", value: null, libraryDefault: null }, // not in the preset
+      // A LoggingLevel: a list of names in the form, "A|B" or "NONE" in a preset.
+      { path: "config.ppo.logging_level", value: ["LOSSES"], libraryDefault: ["LOSSES"] },
+      { path: "config.eval.logging_level", value: [], libraryDefault: [] },
+    ];
+    // The preset's values are left to the server (recorded as filled); its variant pinned.
+    expect(formSpec(base, values, GO1)).toEqual({
+      kind: "ppo",
+      env: { name: GO1.env },
+      network: { kind: "mlp" },
+      config: { ppo: { learning_rate: 0.001 } },
+      preset: { variant: "cpu" },
+    });
+
+    // A new total: the server would move a cadence left out, so the shown one is sent.
+    const shorter = values.map((v) => (v.path === "config.ppo.total_steps" ? { ...v, value: 1000000 } : v));
+    expect(formSpec(base, shorter, GO1).config).toEqual({
+      ppo: { learning_rate: 0.001, total_steps: 1000000 },
+      eval: { every_steps: 22222223 },
+    });
+
+    // Another network kind takes none of the preset's network fields: sent if off the defaults.
+    const lstm = formSpec({ ...base, network: { kind: "lstm" } }, values, GO1);
+    expect(lstm.network).toEqual({ kind: "lstm", activation: "swish" });
+
+    // Without the env's preset (not loaded, another env's, or "preset": false): every value
+    // off the library's defaults, and the preset off.
+    for (const preset of [null, { ...GO1, env: "PointReach" }]) {
+      const spec = formSpec(base, values, preset);
+      expect(spec.preset).toBe(false);
+      expect(spec.env).toEqual({ name: GO1.env, overrides: { episode_length: 1000 } });
+      expect(spec.config).toEqual({
+        ppo: { learning_rate: 0.001, total_steps: 200000000 },
+        eval: { every_steps: 22222223 },
+      });
+      expect(spec.network).toEqual({ kind: "mlp", activation: "swish" });
+    }
   });
 });

@@ -251,6 +251,9 @@ describe("the new-sweep form and its JSON", () => {
 
   it("bases a sweep on a run's spec without its name or resume point", () => {
     const run: RunSpec = { ...spec, name: "base", resume_from: { run_id: "x", step: null }, tags: ["t"] };
-    expect(baseSpec(run)).toEqual({ ...spec, tags: ["t"] });
+    expect(baseSpec(run)).toEqual({ ...spec, tags: ["t"], preset: false });
+    // A spec stored with the preset's values keeps its preset section.
+    const filled = { name: "PointReach", variant: "cpu" as const, source: "tuned", filled: ["config.seed"] };
+    expect(baseSpec({ ...run, preset: filled })).toEqual({ ...spec, tags: ["t"], preset: filled });
   });
 });

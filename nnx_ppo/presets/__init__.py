@@ -90,7 +90,9 @@ class Preset:
     ) -> Preset:
         """This preset with some sizes replaced. A new ``n_envs`` without
         ``n_minibatches`` rescales the minibatch count with it (keeping envs per
-        minibatch), down to a divisor of ``n_envs``.
+        minibatch), down to a divisor of ``n_envs``. A new ``total_steps`` moves the
+        evaluation (unless ``eval_every_steps`` is given) and checkpoint cadences with it:
+        the preset's number of each over the new total (``follow_total``).
 
         Raises:
             ValueError: from the config's validation (e.g. ``n_envs`` not divisible by
@@ -109,11 +111,47 @@ class Preset:
         if total_steps is not None:
             changes["total_steps"] = total_steps
         config = dataclasses.replace(self.config, ppo=dataclasses.replace(ppo, **changes))
+        if total_steps is not None:
+            config = with_total(self.config, config, follow_eval=eval_every_steps is None)
         if eval_every_steps is not None:
             config = dataclasses.replace(
                 config, eval=dataclasses.replace(config.eval, every_steps=eval_every_steps)
             )
         return dataclasses.replace(self, config=config)
+
+
+def follow_total(preset_total: int, preset_every: int, total: int) -> int:
+    """A cadence for ``total`` steps with as many events as ``preset_every`` gives over
+    ``preset_total`` (the service's spec filling, ``server.spec.preset_fill``, does the same).
+
+    >>> follow_total(60_000_000, 6_666_667, 5_000_000)  # Playground's 9 evals, over 5M
+    555556
+    """
+    count = max(1, round(preset_total / preset_every))
+    return max(1, math.ceil(total / count))
+
+
+def with_total(
+    before: TrainConfig,
+    config: TrainConfig,
+    *,
+    follow_eval: bool = True,
+    follow_checkpoint: bool = True,
+) -> TrainConfig:
+    """``config`` (``before`` with a new ``ppo.total_steps``) with its evaluation and
+    checkpoint cadences following the new total (``follow_total``), where asked."""
+    total, old = config.ppo.total_steps, before.ppo.total_steps
+    if total == old or not isinstance(total, int) or total <= 0:
+        return config  # an invalid total is refused by the config itself
+    if follow_eval:
+        every = follow_total(old, before.eval.every_steps, total)
+        config = dataclasses.replace(
+            config, eval=dataclasses.replace(config.eval, every_steps=every)
+        )
+    if follow_checkpoint:
+        every = follow_total(old, before.checkpoint_every_steps, total)
+        config = dataclasses.replace(config, checkpoint_every_steps=every)
+    return config
 
 
 def rescaled_minibatches(ppo: PPOConfig, n_envs: int) -> int:

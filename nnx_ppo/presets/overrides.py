@@ -60,11 +60,14 @@ def parse_assignment(text: str) -> tuple[str, Any]:
 
 
 def apply(preset: Any, overrides: Iterable[tuple[str, Any]]) -> Any:
-    """The preset with dotted ``overrides`` set (see the module docstring).
+    """The preset with dotted ``overrides`` set (see the module docstring). A new
+    ``ppo.total_steps`` moves the evaluation and checkpoint cadences that are not set too
+    (``nnx_ppo.presets.with_total``).
 
     Raises:
         OverrideError: naming the first key that is unknown or whose value is refused.
     """
+    overrides = list(overrides)
     config = config_json(preset.config)
     network = dict(preset.network)
     env = dict(preset.env_overrides)
@@ -85,11 +88,19 @@ def apply(preset: Any, overrides: Iterable[tuple[str, Any]]) -> Any:
                 f"unknown override key {key!r}; use ppo.*, eval.*, video.*, network.*, env.* "
                 f"or one of {', '.join(n for n in _field_names(TrainConfig) if n not in _SECTIONS)}"
             )
+    keys = {key for key, _ in overrides}
+    train_config = make_train_config(config)
+    if "ppo.total_steps" in keys:  # the cadences follow a new total unless set too
+        from nnx_ppo.presets import with_total
+
+        train_config = with_total(
+            preset.config,
+            train_config,
+            follow_eval="eval.every_steps" not in keys,
+            follow_checkpoint="checkpoint_every_steps" not in keys,
+        )
     return dataclasses.replace(
-        preset,
-        env_overrides=env,
-        network=check_network(network),
-        config=make_train_config(config),
+        preset, env_overrides=env, network=check_network(network), config=train_config
     )
 
 

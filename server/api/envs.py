@@ -50,7 +50,7 @@ def env_preset(
     if name not in names:
         raise HTTPException(404, f"env {name!r} not found")
     try:
-        answer = services.checker.preset(name, variant or _worker_variant(services))
+        answer = services.checker.preset(name, variant or worker_variant(services))
     except CheckerUnavailable as error:
         raise HTTPException(503, str(error)) from None
     except ValueError as error:
@@ -58,7 +58,8 @@ def env_preset(
     return PresetPublic(**answer)
 
 
-def _worker_variant(services: Services) -> Literal["cpu", "gpu"]:
+def worker_variant(services: Services) -> Literal["cpu", "gpu"]:
+    """The preset variant this service's workers train with: gpu when a live one has one."""
     now = time.time()
     live = [
         w

@@ -6,18 +6,22 @@ from typing import Annotated, Any
 
 from fastapi import APIRouter, HTTPException, Query, Response
 from fastapi.exceptions import RequestValidationError
+from pydantic import ValidationError
 from starlette.concurrency import run_in_threadpool
 
 from server.api.deps import RUN_ID, RunDep, Services, ServicesDep, run_dir
+from server.api.envs import worker_variant
 from server.schemas import (
     CheckpointRef,
     ErrorPublic,
     NetworkSpec,
+    PresetRef,
     RunCreate,
     RunList,
     RunPublic,
     RunUpdate,
 )
+from server.spec import preset_fill
 from server.spec.checker import CheckerUnavailable
 from server.spec.resources import resource_errors
 from server.store.artifacts import find_checkpoint
@@ -36,55 +40,99 @@ def run_public(run: RunRow) -> RunPublic:
 
 
 def _invalid(loc: tuple[Any, ...], msg: str) -> RequestValidationError:
-    return RequestValidationError([{"loc": ["body", *loc], "msg": msg, "type": "value_error"}])
+    return RequestValidationError([_problem(loc, msg)])
 
 
-def _referenced_run(services: Services, ref: CheckpointRef, field: str) -> RunRow:
-    """The run a ``teacher``/``resume_from`` names, which must have that checkpoint."""
+def _problem(loc: tuple[Any, ...], msg: str) -> dict[str, Any]:
+    return {"loc": ["body", *loc], "msg": msg, "type": "value_error"}
+
+
+def _referenced_run(
+    services: Services, ref: CheckpointRef, field: str, errors: list[dict[str, Any]]
+) -> RunRow | None:
+    """The run a ``teacher``/``resume_from`` names, which must have that checkpoint (None,
+    with the problem in ``errors``, when it does not)."""
     try:
         if not RUN_ID.fullmatch(ref.run_id):
             raise RunNotFound(ref.run_id)
         source = services.store.get(ref.run_id)
     except RunNotFound:
-        raise _invalid((field, "run_id"), f"no run {ref.run_id!r}") from None
+        errors.append(_problem((field, "run_id"), f"no run {ref.run_id!r}"))
+        return None
     if find_checkpoint(run_dir(services, source), ref.step) is None:
         what = "no checkpoint" if ref.step is None else f"no checkpoint at step {ref.step}"
-        raise _invalid(
-            (field, "step" if ref.step is not None else "run_id"), f"run {ref.run_id} has {what}"
-        )
+        loc = (field, "step" if ref.step is not None else "run_id")
+        errors.append(_problem(loc, f"run {ref.run_id} has {what}"))
+        return None
     return source
 
 
+def with_preset(services: Services, spec: RunCreate) -> RunCreate:
+    """``spec`` with the fields it leaves out taken from its env's preset
+    (``server.spec.preset_fill``); as it is with ``"preset": false`` or for an env without
+    a preset (``preset`` then null)."""
+    choice = spec.preset
+    if choice is False:
+        return spec
+    variant = choice.variant if isinstance(choice, PresetRef) else None
+    if isinstance(choice, PresetRef) and choice.name not in (None, spec.env.name):
+        raise _invalid(
+            ("preset", "name"), f"must be {spec.env.name!r} (the env's own preset) or left out"
+        )
+    try:
+        answer = services.checker.preset(spec.env.name, variant or worker_variant(services))
+    except CheckerUnavailable as error:
+        raise HTTPException(503, str(error)) from None
+    except ValueError:  # no preset for this env (or no such env: the check says so)
+        return spec.model_copy(update={"preset": None})
+    filled = preset_fill.fill(spec.stored(), spec.network.model_fields_set, answer)
+    try:
+        return RunCreate.model_validate(filled)
+    except ValidationError as error:  # a preset value this schema refuses
+        raise RequestValidationError(
+            [_problem(tuple(e["loc"]), f"{e['msg']} (from the preset)") for e in error.errors()]
+        ) from None
+
+
 def _validate(services: Services, spec: RunCreate) -> int:
-    """Everything about ``spec`` that a schema cannot see; returns its total steps."""
+    """Everything about ``spec`` that a schema cannot see, every problem at once (one 422
+    entry per problem, each on its field); returns its total steps."""
+    errors: list[dict[str, Any]] = []
     teacher_network = None
     resume_checkpoint: str | None = None
     if spec.teacher is not None:
-        teacher = _referenced_run(services, spec.teacher, "teacher")
-        if teacher.kind != "ppo":
-            raise _invalid(("teacher", "run_id"), "a teacher must be a PPO run")
-        teacher_network = NetworkSpec(**teacher.spec["network"]).factory_fields()
+        teacher = _referenced_run(services, spec.teacher, "teacher", errors)
+        if teacher is not None and teacher.kind != "ppo":
+            errors.append(_problem(("teacher", "run_id"), "a teacher must be a PPO run"))
+        elif teacher is not None:
+            teacher_network = NetworkSpec(**teacher.spec["network"]).factory_fields()
     if spec.resume_from is not None:
-        source = _referenced_run(services, spec.resume_from, "resume_from")
-        if source.kind != spec.kind:
-            raise _invalid(
-                ("resume_from", "run_id"),
-                f"run {source.id} is a {source.kind} run, this one {spec.kind}",
+        source = _referenced_run(services, spec.resume_from, "resume_from", errors)
+        if source is not None and source.kind != spec.kind:
+            errors.append(
+                _problem(
+                    ("resume_from", "run_id"),
+                    f"run {source.id} is a {source.kind} run, this one {spec.kind}",
+                )
             )
-        if source.spec["env"]["name"] != spec.env.name:
-            raise _invalid(
-                ("env", "name"),
-                f"must be {source.spec['env']['name']!r}, the env of run {source.id}",
+        elif source is not None and source.spec["env"]["name"] != spec.env.name:
+            errors.append(
+                _problem(
+                    ("env", "name"),
+                    f"must be {source.spec['env']['name']!r}, the env of run {source.id}",
+                )
             )
-        found = find_checkpoint(run_dir(services, source), spec.resume_from.step)
-        resume_checkpoint = str(found.path) if found is not None else None
-    errors = resource_errors(spec.resources, spec.config, services.store.workers())
-    if errors:
-        raise RequestValidationError(errors)
+        elif source is not None:
+            found = find_checkpoint(run_dir(services, source), spec.resume_from.step)
+            resume_checkpoint = str(found.path) if found is not None else None
+    errors += resource_errors(spec.resources, spec.config, services.store.workers())
     try:
-        errors, total = services.checker.check(spec.stored(), teacher_network, resume_checkpoint)
+        found_errors, total = services.checker.check(
+            spec.stored(), teacher_network, resume_checkpoint
+        )
     except CheckerUnavailable as error:
         raise HTTPException(503, str(error)) from None
+    errors += [e for e in found_errors if e not in errors]
     if errors:
         raise RequestValidationError(errors)
     return total
@@ -97,6 +145,7 @@ def _validate(services: Services, spec: RunCreate) -> int:
     responses={422: {"description": "Invalid spec, with the field and the reason"}},
 )
 def submit_run(spec: RunCreate, services: ServicesDep) -> RunPublic:
+    spec = with_preset(services, spec)
     total_steps = _validate(services, spec)
     run = services.store.create(
         spec.stored(),

@@ -172,8 +172,12 @@ def sweep_public(sweep: SweepRow, runs: list[RunRow], *, detail: bool = False) -
 # -- checks -------------------------------------------------------------------------------
 
 
+def _problem(loc: tuple[Any, ...], msg: str) -> dict[str, Any]:
+    return {"loc": ["body", *loc], "msg": msg, "type": "value_error"}
+
+
 def _invalid(loc: tuple[Any, ...], msg: str) -> RequestValidationError:
-    return RequestValidationError([{"loc": ["body", *loc], "msg": msg, "type": "value_error"}])
+    return RequestValidationError([_problem(loc, msg)])
 
 
 def _short(value: Any) -> str:
@@ -181,10 +185,12 @@ def _short(value: Any) -> str:
     return text if len(text) <= 80 else text[:77] + "..."
 
 
-def _check(services: ServicesDep, request: SweepCreate) -> int:
-    """Checks the base spec and every extreme of the space with the runs' own checks
-    (422 naming ``spec.<field>`` or ``space.<path>``); returns the base spec's steps."""
+def _check(services: ServicesDep, request: SweepCreate) -> tuple[SweepCreate, int]:
+    """Checks the base spec (its left-out fields taken from the env's preset, as a run's)
+    and every extreme of the space with the runs' own checks (422 naming ``spec.<field>``
+    or ``space.<path>``); returns the request with that base spec, and its steps."""
     try:
+        request = request.model_copy(update={"spec": runs_api.with_preset(services, request.spec)})
         base_total = runs_api._validate(services, request.spec)
     except RequestValidationError as error:
         raise RequestValidationError(
@@ -202,6 +208,7 @@ def _check(services: ServicesDep, request: SweepCreate) -> int:
             f"at most {MAX_CHECKS}",
         )
     stored = request.spec.stored()
+    problems: list[dict[str, Any]] = []
     for path, values in checks:
         loc = ("space", path) if path is not None else ("space",)
         what = (
@@ -213,13 +220,17 @@ def _check(services: ServicesDep, request: SweepCreate) -> int:
             spec = RunCreate.model_validate(with_values(stored, values))
             runs_api._validate(services, spec)
         except PathError as error:
-            raise _invalid(loc, str(error)) from None
+            problems.append(_problem(loc, str(error)))
         except (ValidationError, RequestValidationError) as error:
-            first = error.errors()[0]
-            field = ".".join(str(p) for p in first["loc"] if p != "body")
-            message = f"{what} gives an invalid run spec: {field}: {first['msg']}"
-            raise _invalid(loc, message) from None
-    return base_total
+            found = "; ".join(
+                f"{'.'.join(str(p) for p in e['loc'] if p != 'body')}: {e['msg']}"
+                for e in error.errors()
+            )
+            problems.append(_problem(loc, f"{what} gives an invalid run spec: {found}"))
+    named = [p for p in problems if len(p["loc"]) > 2]
+    if problems:  # each path whose values fail (a combination only when none alone does)
+        raise RequestValidationError(named or problems)
+    return request, base_total
 
 
 # -- routes -------------------------------------------------------------------------------
@@ -234,7 +245,7 @@ def _check(services: ServicesDep, request: SweepCreate) -> int:
 def submit_sweep(
     request: SweepCreate, services: ServicesDep, sweeps: SweepServicesDep
 ) -> SweepPublic:
-    base_total = _check(services, request)
+    request, base_total = _check(services, request)
     sweep = sweeps.store.create(
         request.model_dump(mode="json"),
         name=request.name or f"sweep-{request.spec.env.name}",

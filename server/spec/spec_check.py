@@ -46,40 +46,100 @@ _NESTED = {
 }
 
 
+MAX_TOTAL_STEPS = 10**12
+"""The most env steps a run may ask for (``ppo.total_steps``, ``distillation.total_steps``):
+far beyond any run (a GPU does ~1e6 steps/s, so 1e12 is ~12 days), and a bound that keeps
+step counts exact in float64 metrics."""
+
+
 def make_config(kind: str, raw: Mapping[str, Any]) -> TrainConfig | DistillationTrainConfig:
     """The library config of a spec's ``config`` object (every field optional).
 
     Raises:
-        SpecError: naming the field (unknown field, wrong type, or a value the config's
-            own validation refuses).
+        SpecError: naming the first problem; ``config_errors`` lists them all.
     """
-    top = DistillationTrainConfig if kind == "distillation" else TrainConfig
-    config: TrainConfig | DistillationTrainConfig = _build(top, raw, ("config",))
+    errors: list[SpecError] = []
+    config = _config_or_errors(kind, raw, errors)
+    if config is None:
+        raise errors[0]
     return config
 
 
-def _build(cls: type, raw: Any, loc: Loc) -> Any:
+def config_errors(
+    kind: str, raw: Any
+) -> tuple[TrainConfig | DistillationTrainConfig | None, list[SpecError]]:
+    """The library config of a spec's ``config`` (None when invalid) and every problem found
+    in it, each on its field: unknown fields, wrong types, values the config's validation
+    refuses, and a total above ``MAX_TOTAL_STEPS``."""
+    errors: list[SpecError] = []
+    return _config_or_errors(kind, raw, errors), errors
+
+
+def _config_or_errors(
+    kind: str, raw: Any, errors: list[SpecError]
+) -> TrainConfig | DistillationTrainConfig | None:
+    top = DistillationTrainConfig if kind == "distillation" else TrainConfig
+    section = "distillation" if kind == "distillation" else "ppo"
+    config: TrainConfig | DistillationTrainConfig | None = _build(top, raw, ("config",), errors)
+    if config is not None and total_steps(config) > MAX_TOTAL_STEPS:
+        errors.append(
+            SpecError(
+                ("config", section, "total_steps"),
+                f"must be at most {MAX_TOTAL_STEPS:.0e} (10^12), got {total_steps(config)}",
+            )
+        )
+        return None
+    return config
+
+
+def _build(cls: type, raw: Any, loc: Loc, errors: list[SpecError]) -> Any:
+    """``cls`` from its JSON form, or None with the problems appended to ``errors`` (every
+    field is judged, not only up to the first bad one)."""
     if not isinstance(raw, Mapping):
-        raise SpecError(loc, "must be an object")
+        errors.append(SpecError(loc, "must be an object"))
+        return None
     fields = {f.name: f for f in dataclasses.fields(cls)}
     hints = typing.get_type_hints(cls)
     kwargs: dict[str, Any] = {}
+    failed = False
     for name, value in raw.items():
         if name not in fields:
-            raise SpecError((*loc, name), f"unknown field; accepted: {', '.join(fields)}")
-        if name in _NESTED and hints[name] is _NESTED[name]:
-            kwargs[name] = _build(_NESTED[name], value, (*loc, name))
+            errors.append(SpecError((*loc, name), f"unknown field; accepted: {', '.join(fields)}"))
+            failed = True
+        elif name in _NESTED and hints[name] is _NESTED[name]:
+            kwargs[name] = _build(_NESTED[name], value, (*loc, name), errors)
+            failed = failed or kwargs[name] is None
         else:
-            kwargs[name] = _coerce(hints[name], value, (*loc, name))
-    try:
-        return cls(**kwargs)
-    except ValueError as error:
-        message = str(error)
-        dotted = message.split(" ", 1)[0]
-        parts = dotted.split(".")
-        if parts[-1] in fields and len(parts) <= 2:
-            raise SpecError((*loc, parts[-1]), message) from None
-        raise SpecError(loc, message) from None
+            try:
+                kwargs[name] = _coerce(hints[name], value, (*loc, name))
+            except SpecError as error:
+                errors.append(error)
+                failed = True
+    return None if failed else _construct(cls, kwargs, loc, fields, errors)
+
+
+def _construct(
+    cls: type, kwargs: dict[str, Any], loc: Loc, fields: Mapping[str, Any], errors: list[SpecError]
+) -> Any:
+    """``cls(**kwargs)``; each field its validation refuses is reported once: the refused
+    field is set back to its default and the rest judged again."""
+    refused: set[str] = set()
+    while True:
+        try:
+            return cls(**kwargs)
+        except ValueError as error:
+            message = str(error)
+            parts = message.split(" ", 1)[0].split(".")
+            field = parts[-1] if parts[-1] in fields and len(parts) <= 2 else None
+            if field is None or field in refused:
+                if field is None:
+                    errors.append(SpecError(loc, message))
+                return None
+            errors.append(SpecError((*loc, field), message))
+            refused.add(field)
+            if field not in kwargs:  # the default itself is refused with the other values
+                return None
+            del kwargs[field]
 
 
 def _coerce(hint: Any, value: Any, loc: Loc) -> Any:
@@ -111,6 +171,8 @@ def _coerce_one(option: Any, value: Any) -> Any:
             return value
         raise TypeError(f"must be true or false, got {value!r}")
     if option is int:
+        if isinstance(value, float) and value.is_integer():
+            value = int(value)  # JSON has one number type: 1e6 is 1000000
         if isinstance(value, int) and not isinstance(value, bool):
             if not -(2**63) <= value < 2**63:  # JAX and the database take 64 bits
                 raise ValueError("must be a 64-bit integer")
@@ -185,11 +247,10 @@ def check_spec(
     errors: list[dict[str, Any]] = []
     steps = 0
     config: TrainConfig | DistillationTrainConfig | None = None
-    try:
-        config = make_config(spec.get("kind", "ppo"), spec.get("config") or {})
+    config, config_problems = config_errors(spec.get("kind", "ppo"), spec.get("config") or {})
+    errors += [problem.as_detail() for problem in config_problems]
+    if config is not None:
         steps = total_steps(config)
-    except SpecError as error:
-        errors.append(error.as_detail())
     env_spec = spec["env"]
     try:
         env = envs.load(env_spec["name"], env_spec.get("overrides") or {})

@@ -8,11 +8,13 @@ keyboard navigation. Screenshots go to tests/e2e/artifacts/.
 
 from __future__ import annotations
 
+import json
 import re
 import tarfile
 import time
 from pathlib import Path
 
+import httpx
 import pytest
 
 from tests.e2e.conftest import CHROMIUM, DIST_INDEX, screenshot
@@ -126,6 +128,40 @@ def test_picking_an_env_fills_the_form_from_its_preset(server, desktop):
     page.get_by_role("button", name="Fill from preset").click()
     expect(field(page, "config.ppo.n_envs")).to_have_value("64", timeout=30_000)
     screenshot(page, "new-run-from-preset")
+
+
+def test_a_new_run_opens_with_the_default_env_preset_and_its_page_shows_what_came_from_it(
+    server, desktop
+):
+    page, _console = desktop
+    login(page, server)
+    page.goto(server.url + "/runs/new")
+    wait_for_env(page, "PointReach")
+    expect(field(page, "env.name")).to_have_value("PointReach")  # the first env
+    # PointReach's preset: 64 envs x 16 steps, learning rate 1e-3 (the library: 256 x 20, 1e-4).
+    expect(field(page, "config.ppo.n_envs")).to_have_value("64", timeout=60_000)
+    expect(field(page, "config.ppo.rollout_length")).to_have_value("16")
+    expect(page.locator(".preset-note")).to_contain_text("Filled from the PointReach preset")
+    field(page, "config.ppo.learning_rate").fill("0.002")
+    page.get_by_role("tab", name="JSON").click()
+    spec = json.loads(page.get_by_label("Run spec (JSON)").input_value())
+    # What equals the preset is left to the server, which records it as the preset's.
+    assert spec["preset"] == {"variant": "cpu"}, spec
+    assert spec["config"] == {"ppo": {"learning_rate": 0.002}}, spec
+
+    # The run page's config view marks the fields that came from the preset.
+    body = {**spec, "name": "from-the-preset", "config": {"ppo": {"total_steps": 300}}}
+    headers = {"Authorization": f"Bearer {server.token}"}
+    run = httpx.post(f"{server.url}/api/runs", json=body, headers=headers, timeout=60).json()
+    httpx.post(f"{server.url}/api/runs/{run['id']}/cancel", headers=headers, timeout=60)
+    page.goto(f"{server.url}/runs/{run['id']}")
+    page.get_by_role("tab", name="Config").click()
+    expect(page.locator(".preset-origin")).to_contain_text("from the PointReach preset")
+    n_envs = page.locator(".config-table tr", has_text="config.ppo.n_envs")
+    expect(n_envs).to_have_attribute("data-from", "preset")
+    total = page.locator(".config-table tr", has_text="config.ppo.total_steps")
+    expect(total).to_have_attribute("data-from", "spec")
+    screenshot(page, "run-config-from-preset")
 
 
 def test_json_view_submits_the_text_as_is(server, desktop):

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import json
 import subprocess
 import sys
 
@@ -169,3 +170,28 @@ def test_importing_presets_does_not_import_playground():
         "assert 'mujoco_playground' not in sys.modules"
     )
     subprocess.run([sys.executable, "-c", code], check=True, timeout=120)
+
+
+def test_a_new_total_moves_the_eval_and_checkpoint_cadences(capsys):
+    from nnx_ppo import cli
+
+    # PointMass (PointMass's Playground parameters: 10 evals over 60M, so every
+    # ceil(60M / 9) = 6,666,667 steps, checkpoints alike). Over 5M, the same 9 come every
+    # ceil(5M / 9) = 555,556 steps.
+    p = preset("PointMass", "cpu")
+    assert p.config.eval.every_steps == p.config.checkpoint_every_steps == 6_666_667
+    short = p.with_overrides(total_steps=5_000_000)
+    assert short.config.eval.every_steps == short.config.checkpoint_every_steps == 555_556
+    kept = p.with_overrides(total_steps=5_000_000, eval_every_steps=1_000_000)
+    assert kept.config.eval.every_steps == 1_000_000  # set explicitly: kept
+    assert kept.config.checkpoint_every_steps == 555_556
+
+    # The CLI: --steps, and a dotted ppo.total_steps, unless the cadence is set too.
+    # PointReach's preset: 300k steps, evals every 50k (6), checkpoints every 100k (3).
+    assert cli.main(["train", "PointReach", "--steps", "90000", "--print-config"]) == 0
+    config = json.loads(capsys.readouterr().out)["config"]
+    assert (config["eval"]["every_steps"], config["checkpoint_every_steps"]) == (15_000, 30_000)
+    args = ["train", "PointReach", "ppo.total_steps=60000", "checkpoint_every_steps=7000"]
+    assert cli.main([*args, "--print-config"]) == 0
+    config = json.loads(capsys.readouterr().out)["config"]
+    assert (config["eval"]["every_steps"], config["checkpoint_every_steps"]) == (10_000, 7_000)

@@ -605,6 +605,34 @@ export interface components {
             variant: "cpu" | "gpu";
         };
         /**
+         * PresetRef
+         * @description Which preset fills a spec's left-out fields (``server.spec.preset_fill``). A stored
+         *     spec records ``name``, ``variant``, ``source`` and ``filled``; given back (a spec copied
+         *     from a run), ``source`` and ``filled`` are recomputed.
+         */
+        PresetRef: {
+            /**
+             * Filled
+             * @description Read only: the spec paths it filled.
+             */
+            filled?: string[] | null;
+            /**
+             * Name
+             * @description The env whose preset it is: the spec's env.
+             */
+            name?: string | null;
+            /**
+             * Source
+             * @description Read only.
+             */
+            source?: string | null;
+            /**
+             * Variant
+             * @description The machine it is sized for; default: gpu when a live worker has a GPU, else cpu (as GET /api/envs/{name}/preset).
+             */
+            variant?: ("cpu" | "gpu") | null;
+        };
+        /**
          * PrunerSpec
          * @description Stops trials early: ``median`` (below the median of finished trials at the same
          *     step) or ``asha`` (asynchronous successive halving). Given as an object or a name.
@@ -669,7 +697,7 @@ export interface components {
         RunCreate: {
             /**
              * Config
-             * @description TrainConfig (ppo) or DistillationTrainConfig (distillation) fields; each optional, with the library's defaults.
+             * @description TrainConfig (ppo) or DistillationTrainConfig (distillation) fields; each optional: a field left out takes the env's preset (see preset). Integral numbers may be written as floats (1e6); total_steps is at most 1e12.
              */
             config?: {
                 [key: string]: unknown;
@@ -689,6 +717,12 @@ export interface components {
              * @default
              */
             notes?: string;
+            /**
+             * Preset
+             * @description true (default): fields left out of env.overrides, network and config take the env's preset; false: the library's defaults; an object picks the variant. The stored spec names the preset and the paths it filled (null: the env has none).
+             * @default true
+             */
+            preset?: boolean | components["schemas"]["PresetRef"] | null;
             resources?: components["schemas"]["ResourcesSpec"] | null;
             resume_from?: components["schemas"]["CheckpointRef"] | null;
             /** Tags */

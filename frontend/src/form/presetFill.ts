@@ -7,6 +7,7 @@
  */
 
 import type { EnvPreset, RunSpec } from "../api/types";
+import { getPath, sameJson, setPath } from "./specPaths";
 
 export type FillOutcome = "filled" | "edited" | "superseded" | "failed";
 
@@ -68,4 +69,82 @@ export function createPresetFiller(
       edits += 1;
     },
   };
+}
+
+/** Config paths the server moves with a total the spec sets itself (server/spec/preset_fill). */
+export const CADENCE_PATHS = ["config.eval.every_steps", "config.checkpoint_every_steps"];
+const DISTILLATION_FILLED = ["config.eval.n_envs", "config.eval.max_episode_length"];
+const MUST_SEND = Symbol("must send");
+
+/** What the server gives a field the spec leaves out, filling it as server/spec/preset_fill
+ * does: the preset's value (a network field only for the preset's own network kind; for a
+ * distillation run only the evaluation's episode sizes), else the library's default.
+ * `MUST_SEND` for a cadence the server would move with a total the form changed. */
+function leftOutValue(
+  preset: EnvPreset | null,
+  form: { kind: string; networkKind: string; totalSteps: unknown },
+  path: string,
+  libraryDefault: unknown,
+): unknown {
+  if (!preset) return libraryDefault;
+  const spec = preset.spec as { network?: Record<string, unknown>; config?: Record<string, unknown> };
+  const parts = path.split(".");
+  if (form.kind === "distillation")
+    return DISTILLATION_FILLED.includes(path) ? (getPath(spec, parts) ?? libraryDefault) : libraryDefault;
+  if (parts[0] === "network" && (spec.network?.kind ?? "mlp") !== form.networkKind) return libraryDefault;
+  if (
+    CADENCE_PATHS.includes(path) &&
+    !sameJson(form.totalSteps, getPath(spec, ["config", "ppo", "total_steps"]))
+  )
+    return MUST_SEND;
+  const value = getPath(spec, parts);
+  return value === undefined ? libraryDefault : value;
+}
+
+/** A LoggingLevel as sorted names: the form reads a list, a preset says "A|B" or "NONE". */
+function comparable(path: string, value: unknown): unknown {
+  if (!path.endsWith(".logging_level")) return value;
+  const names =
+    typeof value === "string" ? value.split("|") : Array.isArray(value) ? (value as unknown[]) : null;
+  if (!names) return value;
+  return names
+    .map((n) => String(n).trim().toUpperCase())
+    .filter((n) => n && n !== "NONE")
+    .sort();
+}
+
+export interface FormValue {
+  path: string;
+  value: unknown;
+  libraryDefault: unknown;
+}
+
+/** The spec the New Run form submits: `base` (kind, env, name, ...) plus each form value
+ * the server would not give the field by itself. With the env's `preset` at hand, a value
+ * equal to the preset's is left out, so that the stored spec records it as the preset's
+ * (`preset.filled`), and the preset's variant is pinned; without it (not loaded, or opted
+ * out), every value off the library's defaults is sent with `"preset": false`. Either way
+ * the run trains with what the form shows. */
+export function formSpec(base: RunSpec, values: FormValue[], preset: EnvPreset | null): RunSpec {
+  const usable = preset && preset.env === base.env.name ? preset : null;
+  const spec = structuredClone(base) as RunSpec & Record<string, unknown>;
+  const form = {
+    kind: base.kind ?? "ppo",
+    networkKind: (base.network?.kind as string | undefined) ?? "mlp",
+    totalSteps: values.find((v) => v.path === "config.ppo.total_steps")?.value,
+  };
+  for (const { path, value, libraryDefault } of values) {
+    const leftOut = leftOutValue(usable, form, path, libraryDefault);
+    if (!sameJson(comparable(path, value), comparable(path, leftOut))) setPath(spec, path.split("."), value);
+  }
+  const overrides = spec.env.overrides;
+  const presetOverrides = (usable?.spec as { env?: { overrides?: Record<string, unknown> } } | undefined)?.env
+    ?.overrides;
+  if (overrides && presetOverrides) {
+    for (const [key, value] of Object.entries(presetOverrides))
+      if (key in overrides && sameJson(overrides[key], value)) delete overrides[key];
+    if (!Object.keys(overrides).length) delete spec.env.overrides;
+  }
+  spec.preset = usable ? { variant: usable.variant } : false;
+  return spec;
 }

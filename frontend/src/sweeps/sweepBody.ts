@@ -179,10 +179,14 @@ export function entryToRow(path: string, entry: SpaceEntry): SpaceRow {
   return { ...row, kind: "choice" };
 }
 
-/** A run's spec as a sweep's base: the run's own name and resume point are left out. */
+/** A run's spec as a sweep's base: the run's own name and resume point are left out. A
+ * spec stored before the server filled specs from the env's preset (no `preset` key)
+ * trained with the library's defaults: its base says `"preset": false` so that the trials
+ * do too. */
 export function baseSpec(spec: RunSpec): RunSpec {
   const base: RunSpec & Record<string, unknown> = { ...spec };
   delete base.name;
   delete base.resume_from;
+  if (!("preset" in spec)) base.preset = false;
   return base;
 }

@@ -7,15 +7,28 @@
  */
 
 import { api } from "../api/client";
-import { TERMINAL_STATUSES, type CheckpointRef, type Run, type RunKind, type RunSpec } from "../api/types";
+import {
+  TERMINAL_STATUSES,
+  type CheckpointRef,
+  type EnvPreset,
+  type Run,
+  type RunKind,
+  type RunSpec,
+} from "../api/types";
 import { h } from "../dom";
 import { createCheckpointPicker } from "../form/checkpointPicker";
 import { createEnvField } from "../form/envField";
 import { createFieldControl, type FieldControl } from "../form/fieldControl";
 import { configSections, networkSection, type Section } from "../form/fields";
-import { createPresetFiller, presetSummary, specFromPreset } from "../form/presetFill";
+import {
+  createPresetFiller,
+  formSpec,
+  presetSummary,
+  specFromPreset,
+  type FormValue,
+} from "../form/presetFill";
 import { sectionTarget, simpleField, type ErrorTarget } from "../form/formTargets";
-import { errorTarget, getPath, sameJson, setPath } from "../form/specPaths";
+import { errorTarget, getPath } from "../form/specPaths";
 import { navigate } from "../nav";
 import type { RouteContext } from "../router";
 import { describeError, errorBox } from "./common";
@@ -200,7 +213,18 @@ export function runFormView(main: HTMLElement, { query }: RouteContext): () => v
   kindInputs.forEach((input) => input.addEventListener("change", rebuild));
   networkKind.addEventListener("change", rebuild);
 
-  /** The spec the form describes: fields left at their defaults are left out. */
+  // The env presets fetched so far (GET /api/envs/{name}/preset), applied or not: what the
+  // server fills a left-out field with. `presetOff`: the spec loaded says "preset": false.
+  const presets = new Map<string, EnvPreset>();
+  let presetOff = false;
+  const fetchPreset = async (envName: string): Promise<EnvPreset> => {
+    const preset = await api.envPreset(envName);
+    presets.set(envName, preset);
+    return preset;
+  };
+
+  /** The spec the form describes: fields the server would fill with the same value (from
+   * the env's preset, else the library's defaults) are left out (see `formSpec`). */
   const buildSpec = (): { spec: RunSpec; problems: [ErrorTarget, string][] } => {
     const problems: [ErrorTarget, string][] = [];
     const kind = currentKind();
@@ -226,14 +250,14 @@ export function runFormView(main: HTMLElement, { query }: RouteContext): () => v
     }
     spec.network = { kind: networkKind.value === "lstm" ? "lstm" : "mlp" };
     spec.config = {};
+    const values: FormValue[] = [];
     for (const control of sectionControls) {
       const result = control.read();
       if (!result.ok) {
         problems.push([control, result.message]);
         continue;
       }
-      if (!sameJson(result.value, control.def.default))
-        setPath(spec as Record<string, unknown>, control.path.split("."), result.value);
+      values.push({ path: control.path, value: result.value, libraryDefault: control.def.default });
     }
     if (kind === "distillation") {
       const ref = teacher.read();
@@ -242,11 +266,13 @@ export function runFormView(main: HTMLElement, { query }: RouteContext): () => v
     }
     const resumeRef = resume.read();
     if (resumeRef) spec.resume_from = resumeRef;
-    return { spec, problems };
+    const preset = presetOff ? null : (presets.get(env.value()) ?? null);
+    return { spec: formSpec(spec, values, preset), problems };
   };
 
   /** Fills the form from a spec (a run's, or the JSON view's). */
   const loadSpec = async (spec: Partial<RunSpec> & Record<string, unknown>): Promise<void> => {
+    presetOff = spec.preset === false;
     kindInputs.forEach((input) => (input.checked = input.value === (spec.kind ?? "ppo")));
     (name.element.querySelector("input") as HTMLInputElement).value = spec.name ?? "";
     (tags.element.querySelector("input") as HTMLInputElement).value = (spec.tags ?? []).join(", ");
@@ -272,15 +298,12 @@ export function runFormView(main: HTMLElement, { query }: RouteContext): () => v
   // Picking an env fills every field from its preset (GET /api/envs/{name}/preset).
   const presetNote = h("p", { class: "muted preset-note", "aria-live": "polite" });
   const presetButton = h("button", { type: "button", class: "secondary" }, "Fill from preset");
-  const filler = createPresetFiller(
-    (envName) => api.envPreset(envName),
-    async (preset) => {
-      if (left) return;
-      const { spec } = buildSpec();
-      await loadSpec(specFromPreset(preset, { name: spec.name, tags: spec.tags, notes: spec.notes }));
-      presetNote.textContent = presetSummary(preset);
-    },
-  );
+  const filler = createPresetFiller(fetchPreset, async (preset) => {
+    if (left) return;
+    const { spec } = buildSpec();
+    await loadSpec(specFromPreset(preset, { name: spec.name, tags: spec.tags, notes: spec.notes }));
+    presetNote.textContent = presetSummary(preset);
+  });
   const fillFrom = async (envName: string, force: boolean): Promise<void> => {
     presetNote.textContent = `Loading the ${envName} preset…`;
     const outcome = await (force ? filler.fill(envName) : filler.picked(envName));
@@ -434,7 +457,14 @@ export function runFormView(main: HTMLElement, { query }: RouteContext): () => v
     resume.setRuns(runsPage.items);
     if (resumeId) {
       const run = await api.getRun(resumeId);
-      await loadSpec({ ...run.spec, name: `${run.name}-resumed`, resume_from: { run_id: run.id, step } });
+      // A spec stored before specs were filled from the preset trained with the defaults.
+      const preset = "preset" in run.spec ? run.spec.preset : false;
+      await loadSpec({
+        ...run.spec,
+        preset,
+        name: `${run.name}-resumed`,
+        resume_from: { run_id: run.id, step },
+      });
     } else if (teacherId) {
       const run = await api.getRun(teacherId);
       await loadSpec({
@@ -443,7 +473,13 @@ export function runFormView(main: HTMLElement, { query }: RouteContext): () => v
         env: run.spec.env,
         teacher: { run_id: run.id, step },
       });
+    } else if (env.value()) {
+      // A new run opens with the default env's preset, as the server would fill it.
+      await fillFrom(env.value(), false);
+      return;
     }
+    // A prefilled form keeps its values; the env's preset tells what to leave out.
+    if (env.value() && !presetOff) await fetchPreset(env.value()).catch(() => undefined);
   };
   prefill().catch((error: unknown) => {
     if (!left) generalErrors.replaceChildren(errorBox(`Could not prefill the form: ${describeError(error)}`));

@@ -117,9 +117,38 @@ export function renderCheckpoints(box: HTMLElement, run: Run, checkpoints: Check
   );
 }
 
+/** Where a run's fields came from, as its stored spec's `preset` section records it. */
+export function presetOrigin(spec: Record<string, unknown>): { note: string; filled: Set<string> } {
+  const preset = spec.preset;
+  if (preset === false)
+    return {
+      note: 'Preset off ("preset": false): fields left out took the library\'s defaults.',
+      filled: new Set(),
+    };
+  if (typeof preset !== "object" || preset === null)
+    return {
+      note: "This env has no preset: fields left out took the library's defaults.",
+      filled: new Set(),
+    };
+  const { name, variant, source, filled } = preset as {
+    name?: string;
+    variant?: string;
+    source?: string;
+    filled?: string[];
+  };
+  const count = filled?.length ?? 0;
+  return {
+    note: `${count} field${count === 1 ? "" : "s"} marked “preset” came from the ${name ?? ""} preset (${source ?? "?"}, ${variant ?? "?"} variant); the others were set in the spec.`,
+    filled: new Set(filled ?? []),
+  };
+}
+
 export function renderConfig(box: HTMLElement, run: Run): void {
-  const rows = [...flatten(run.spec)];
+  const spec = run.spec as Record<string, unknown>;
+  const origin = presetOrigin(spec);
+  const rows = [...flatten({ ...spec, preset: undefined })].filter(([key]) => key !== "preset");
   box.replaceChildren(
+    h("p", { class: "muted preset-origin" }, origin.note),
     h(
       "div",
       { class: "table-wrap" },
@@ -130,13 +159,25 @@ export function renderConfig(box: HTMLElement, run: Run): void {
         h(
           "thead",
           null,
-          h("tr", null, h("th", { scope: "col" }, "Field"), h("th", { scope: "col" }, "Value")),
+          h(
+            "tr",
+            null,
+            h("th", { scope: "col" }, "Field"),
+            h("th", { scope: "col" }, "Value"),
+            h("th", { scope: "col" }, "From"),
+          ),
         ),
         h(
           "tbody",
           null,
           rows.map(([key, value]) =>
-            h("tr", null, h("th", { scope: "row" }, key), h("td", null, h("code", null, value))),
+            h(
+              "tr",
+              { "data-from": origin.filled.has(key) ? "preset" : "spec" },
+              h("th", { scope: "row" }, key),
+              h("td", null, h("code", null, value)),
+              h("td", null, origin.filled.has(key) ? h("span", { class: "badge preset" }, "preset") : ""),
+            ),
           ),
         ),
       ),
