@@ -15,6 +15,7 @@ from typing import Any
 
 from nnx_ppo.client.client import Client
 from nnx_ppo.client.errors import ClientError
+from nnx_ppo.client.terminal import printable
 
 COMMANDS = ("submit", "ls", "watch", "logs", "cancel", "pull", "export", "sweep")
 
@@ -95,7 +96,7 @@ def _submit(client: Client, args: argparse.Namespace) -> int:
     if args.tag:
         spec["tags"] = [*spec.get("tags", []), *args.tag]
     run = client.submit(spec)
-    print(f"{run.id}  {run.name}  {run.status}", flush=True)
+    print(f"{run.id}  {printable(run.name)}  {run.status}", flush=True)
     if args.follow:
         from nnx_ppo.client.watch import watch
 
@@ -108,7 +109,7 @@ def _sweep(client: Client, args: argparse.Namespace) -> int:
     if args.name:
         body["name"] = args.name
     sweep = client.submit_sweep(body)
-    print(f"{sweep.id}  {sweep.name}  {sweep.status}", flush=True)
+    print(f"{sweep.id}  {printable(sweep.name)}  {sweep.status}", flush=True)
     if args.no_follow:
         return 0
     from nnx_ppo.client.sweep_watch import follow
@@ -171,6 +172,7 @@ def _jsonable(value: Any) -> Any:
 def _ls(client: Client, args: argparse.Namespace) -> int:
     from rich.console import Console
     from rich.table import Table
+    from rich.text import Text
 
     page = client.runs(
         status=args.status, kind=args.kind, tag=args.tag, q=args.query, limit=args.limit
@@ -182,12 +184,12 @@ def _ls(client: Client, args: argparse.Namespace) -> int:
         reward = run.latest_metrics.get("eval/episode_reward")
         table.add_row(
             run.id,
-            run.name,
+            Text(printable(run.name)),  # a Text: never read as rich markup
             run.status,
             f"{run.steps:,}/{run.total_steps:,}",
             "" if reward is None else f"{reward:.3f}",
             datetime.datetime.fromtimestamp(run.created_at).strftime("%Y-%m-%d %H:%M"),
-            ",".join(run.tags),
+            Text(printable(",".join(run.tags))),
         )
     console = Console(highlight=False, width=None if sys.stdout.isatty() else 160)
     console.print(table)

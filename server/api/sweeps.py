@@ -29,6 +29,7 @@ from server.spec.sweep_space import MAX_CHECKS, PathError, SweepCreate, variants
 from server.store.models import RunRow, SweepRow
 from server.store.run_status import RunStatus
 from server.store.sweep_store import FINISHED, SweepActive, SweepFilter, SweepNotFound, SweepStore
+from server.user_text import PlainText
 from server.worker.sweeper import SweepDriver, objective_of
 
 router = APIRouter(prefix="/sweeps", tags=["sweeps"])
@@ -247,7 +248,7 @@ def submit_sweep(
 @router.get("", response_model=SweepList)
 def list_sweeps(
     sweeps: SweepServicesDep,
-    status: Annotated[str | None, Query(max_length=16)] = None,
+    status: Annotated[PlainText | None, Query(max_length=16)] = None,
     limit: Annotated[int, Query(ge=1, le=200)] = 50,
     offset: Annotated[int, Query(ge=0, le=10**9)] = 0,
 ) -> SweepList:
