@@ -33,6 +33,7 @@ from server.api import (
 from server.api.deps import Services
 from server.api.events_hub import ServiceEventsHub
 from server.api.stream_hub import StreamHub
+from server.headers import SecurityHeaders
 from server.security import COOKIE, AccessMiddleware, BodyTooLarge, token_matches
 from server.settings import Settings
 from server.spec.checker import EnvCatalogue, SpecChecker
@@ -107,6 +108,7 @@ def create_app(settings: Settings, *, with_worker: bool = True) -> FastAPI:
         max_body_bytes=settings.max_body_bytes,
         max_upload_bytes=settings.max_upload_bytes,
     )
+    app.add_middleware(SecurityHeaders)  # outermost: refusals carry the headers too
     return app
 
 

@@ -1,11 +1,15 @@
-"""``server.user_text``: the pure parts, with the expected values
+"""``server.user_text`` and ``server.headers``: the pure parts, with the expected values
 worked out by hand."""
 
 from __future__ import annotations
 
+import base64
+import hashlib
+
 import pytest
 
 from nnx_ppo.client.terminal import printable as client_printable
+from server.headers import docs_policy
 from server.user_text import MAX_JSON_DEPTH, bounded_json, json_depth, note_text, plain_text
 from server.user_text import printable as server_printable
 
@@ -57,3 +61,11 @@ def test_printable_shows_escapes(printable) -> None:  # type: ignore[no-untyped-
     assert printable("invoice\u202efdp.exe") == "invoice\\u202efdp.exe"
     assert printable("plain [bold] text") == "plain [bold] text"
     assert printable("a\nb") == "a\\nb"
+
+
+def test_docs_policy_allows_the_pages_own_inline_script_alone() -> None:
+    page = b'<script src="https://cdn.example/x.js"></script><script>start()</script>'
+    digest = base64.b64encode(hashlib.sha256(b"start()").digest()).decode()
+    directives = dict(d.strip().split(" ", 1) for d in docs_policy(page).split(";"))
+    assert directives["script-src"] == f"'self' https://cdn.example 'sha256-{digest}'"
+    assert directives["frame-ancestors"] == "'none'"
