@@ -25,6 +25,7 @@ from server.api import runs as runs_api
 from server.api.deps import ServicesDep
 from server.api.stream import SEND_TIMEOUT_S, drain_client
 from server.schemas import ErrorPublic, RunCreate
+from server.spec.checker import CheckerUnavailable
 from server.spec.sweep_space import MAX_CHECKS, PathError, SweepCreate, variants, with_values
 from server.store.models import RunRow, SweepRow
 from server.store.run_status import RunStatus
@@ -191,6 +192,7 @@ def _check(services: ServicesDep, request: SweepCreate) -> int:
         raise RequestValidationError(
             [{**e, "loc": ["body", "spec", *list(e["loc"])[1:]]} for e in error.errors()]
         ) from None
+    _check_objective(services, request)
     if request.method == "grid" and request.trials() > request.grid_size():
         raise _invalid(
             ("max_trials",), f"the grid has {request.grid_size()} points: at most that many"
@@ -221,6 +223,24 @@ def _check(services: ServicesDep, request: SweepCreate) -> int:
             message = f"{what} gives an invalid run spec: {field}: {first['msg']}"
             raise _invalid(loc, message) from None
     return base_total
+
+
+def _check_objective(services: ServicesDep, request: SweepCreate) -> None:
+    """422 on ``objective.metric`` when the base spec's runs will not report it (a sweep
+    whose every objective stays null). ``system/`` metrics come from the run process's
+    sampler and are not traced: they pass."""
+    metric = request.objective.metric
+    if metric.startswith("system/"):
+        return
+    try:
+        known = services.checker.metric_keys(request.spec.stored())
+    except CheckerUnavailable as error:
+        raise HTTPException(503, str(error)) from None
+    if known is not None and metric not in known:
+        raise _invalid(
+            ("objective", "metric"),
+            f"the trials' runs will not report {metric!r}; they report: {', '.join(known)}",
+        )
 
 
 # -- routes -------------------------------------------------------------------------------

@@ -422,3 +422,33 @@ def test_the_dashboard_and_the_docs_work_under_the_policy(
     figures["attack: CSP violations on 5 dashboard pages"] = len(violations)
     assert not framed
     context.close()
+
+
+# -- sweep objectives -----------------------------------------------------------------------
+
+
+def test_a_sweep_whose_objective_no_run_reports_is_refused(
+    svc: ReliableService, figures: dict
+) -> None:
+    # The checker process imports JAX and traces the runs' step: slow on a busy CPU.
+    # "eval/episode_reward/mean" was accepted: every trial ran, every objective was null.
+    body = {**_sweep(tiny_ppo_spec()), "objective": {"metric": "eval/episode_reward/mean"}}
+    response = svc.client.post("/api/sweeps", json=body, timeout=240)
+    assert refused_locs(response) == [["body", "objective", "metric"]]
+    message = response.json()["detail"][0]["msg"]
+    assert "'eval/episode_reward/mean'" in message
+    for reported in ("eval/episode_reward", "eval/episode_reward_p50", "losses/actor"):
+        assert reported in message, message
+    no_eval = tiny_ppo_spec(eval={"enabled": False})
+    body = {**_sweep(no_eval), "objective": {"metric": "eval/episode_reward"}}
+    assert refused_locs(svc.client.post("/api/sweeps", json=body, timeout=240)) == [
+        ["body", "objective", "metric"]
+    ]
+    body = {**_sweep(no_eval), "objective": {"metric": "losses/total", "mode": "min"}}
+    start = time.perf_counter()
+    created = svc.client.post("/api/sweeps", json=body, timeout=240)
+    figures["attack: sweep submit with its objective traced (s)"] = round(
+        time.perf_counter() - start, 2
+    )
+    assert created.status_code == 201, created.text
+    svc.client.post(f"/api/sweeps/{created.json()['id']}/cancel")
