@@ -390,12 +390,25 @@ def test_the_dashboard_and_the_docs_work_under_the_policy(
     page.on("pageerror", lambda error: console.append(str(error)))
     page.goto(f"{svc.url}/?token={TOKEN}")
     page.wait_for_selector("table, .empty, main *")
-    routes = ["/", "/runs/new", f"/runs/{run_with_metrics}", "/compare", "/sweeps"]
+    with store_of(svc) as store:  # a second run whose spec differs: the compare diff table
+        spec = tiny_ppo_spec(total_steps=40_000)
+        other = store.create(
+            spec, kind="ppo", name="other", tags=[], notes="", total_steps=40_000
+        ).id
+    routes = [
+        "/",
+        "/runs/new",
+        f"/runs/{run_with_metrics}",
+        f"/compare?ids={run_with_metrics},{other}&metric=losses/actor",  # swatches
+        "/sweeps",
+    ]
     violations: list[str] = []
     for route in routes:
         page.goto(svc.url + route)
         page.wait_for_load_state("networkidle")
         assert page.locator("main").inner_text().strip(), route  # the app rendered
+        if route.startswith("/compare"):
+            page.wait_for_selector(".diff-table .swatch")
         violations += page.evaluate("window.__csp")
     csp_console = [m for m in console if "Content Security Policy" in m]
     assert violations == [] and csp_console == [], (violations, csp_console)
