@@ -15,6 +15,7 @@ from fastapi.encoders import jsonable_encoder
 from fastapi.exceptions import RequestValidationError
 from fastapi.responses import FileResponse, HTMLResponse, JSONResponse, RedirectResponse, Response
 from starlette.exceptions import HTTPException as StarletteHTTPException
+from starlette.requests import ClientDisconnect
 
 from server import __version__, values
 from server.api import (
@@ -33,12 +34,14 @@ from server.api.deps import Services
 from server.api.events_hub import ServiceEventsHub
 from server.api.stream_hub import StreamHub
 from server.api_docs import add_docs
+from server.headers import SecurityHeaders
 from server.security import COOKIE, AccessMiddleware, BodyTooLarge, token_matches
 from server.settings import Settings
 from server.spec.checker import EnvCatalogue, SpecChecker
 from server.store.db import make_engine, make_sessionmaker, migrate
 from server.store.run_store import RunStore
 from server.store.sweep_store import SweepStore
+from server.user_text import MAX_JSON_DEPTH, json_depth, printable
 from server.worker.supervisor_process import SupervisorProcess
 from server.worker.sweeper import SweepDriver
 
@@ -107,6 +110,7 @@ def create_app(settings: Settings, *, with_worker: bool = True) -> FastAPI:
         max_body_bytes=settings.max_body_bytes,
         max_upload_bytes=settings.max_upload_bytes,
     )
+    app.add_middleware(SecurityHeaders)  # outermost: refusals carry the headers too
     return app
 
 
@@ -119,11 +123,23 @@ def _add_error_handlers(app: FastAPI) -> None:
     async def invalid(_request: Request, error: RequestValidationError) -> JSONResponse:
         # FastAPI's own handler echoes the input, which JSON cannot carry when it holds a
         # NaN or an infinity (Python's json reads them): that was a 500.
-        return JSONResponse({"detail": _json_safe(jsonable_encoder(error.errors()))}, 422)
+        # Nor can it echo an input nested past the bound (a RecursionError: a 500).
+        errors = [
+            {k: v for k, v in e.items() if k != "input" or json_depth(v) <= MAX_JSON_DEPTH}
+            for e in error.errors()
+        ]
+        return JSONResponse({"detail": _json_safe(jsonable_encoder(errors))}, 422)
+
+    @app.exception_handler(ClientDisconnect)
+    async def disconnected(request: Request, _error: ClientDisconnect) -> Response:
+        # The client left mid-body (an abandoned upload): nothing was kept, nobody reads
+        # the answer, and it is not the service's error.
+        log.info("client disconnected during %s %s", request.method, printable(request.url.path))
+        return Response(status_code=400)
 
     @app.exception_handler(Exception)
     async def unexpected(request: Request, error: Exception) -> JSONResponse:
-        log.exception("unhandled error on %s %s", request.method, request.url.path)
+        log.exception("unhandled error on %s %s", request.method, printable(request.url.path))
         return JSONResponse({"detail": f"internal error: {type(error).__name__}"}, 500)
 
 

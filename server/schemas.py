@@ -12,6 +12,7 @@ from typing import Annotated, Any, Literal
 from pydantic import BaseModel, ConfigDict, Field, ValidationInfo, field_validator, model_validator
 
 from server.store.run_status import RunStatus
+from server.user_text import JsonObject, NoteText, PlainText
 
 Name = Field(min_length=1, max_length=200)
 
@@ -20,7 +21,7 @@ class EnvSpec(BaseModel):
     model_config = ConfigDict(extra="forbid")
 
     name: str = Field(min_length=1, max_length=200, description="An env from GET /api/envs.")
-    overrides: dict[str, Any] = Field(
+    overrides: JsonObject = Field(
         default_factory=dict, description="Config overrides of the env (MuJoCo Playground)."
     )
 
@@ -155,10 +156,10 @@ class RunCreate(BaseModel):
     model_config = ConfigDict(extra="forbid")
 
     kind: Literal["ppo", "distillation"] = "ppo"
-    name: str | None = Field(default=None, min_length=1, max_length=200)
+    name: PlainText | None = Field(default=None, min_length=1, max_length=200)
     env: EnvSpec
     network: NetworkSpec = Field(default_factory=NetworkSpec)
-    config: dict[str, Any] = Field(
+    config: JsonObject = Field(
         default_factory=dict,
         description="TrainConfig (ppo) or DistillationTrainConfig (distillation) fields; "
         "each optional: a field left out takes the env's preset (see preset). Integral "
@@ -170,8 +171,8 @@ class RunCreate(BaseModel):
         "take the env's preset; false: the library's defaults; an object picks the variant. "
         "The stored spec names the preset and the paths it filled (null: the env has none).",
     )
-    tags: list[str] = Field(default_factory=list, max_length=32)
-    notes: str = Field(default="", max_length=10_000)
+    tags: list[PlainText] = Field(default_factory=list, max_length=32)
+    notes: NoteText = Field(default="", max_length=10_000)
     resume_from: CheckpointRef | None = None
     teacher: CheckpointRef | None = None
     resources: ResourcesSpec | None = None
@@ -194,9 +195,9 @@ class RunCreate(BaseModel):
 class RunUpdate(BaseModel):
     model_config = ConfigDict(extra="forbid")
 
-    name: str | None = Field(default=None, min_length=1, max_length=200)
-    tags: list[str] | None = Field(default=None, max_length=32)
-    notes: str | None = Field(default=None, max_length=10_000)
+    name: PlainText | None = Field(default=None, min_length=1, max_length=200)
+    tags: list[PlainText] | None = Field(default=None, max_length=32)
+    notes: NoteText | None = Field(default=None, max_length=10_000)
 
 
 class RunPublic(BaseModel):

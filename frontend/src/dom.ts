@@ -27,6 +27,10 @@ export function h<K extends keyof HTMLElementTagNameMap>(
         }
       } else if (name === "props") {
         Object.assign(element, value);
+      } else if (name === "style") {
+        // Through the CSSOM: a style attribute is an inline style, which the service's
+        // Content-Security-Policy (style-src 'self') refuses.
+        element.style.cssText = String(value);
       } else if (value === true) {
         element.setAttribute(name, "");
       } else if (value !== false && value !== null && value !== undefined) {

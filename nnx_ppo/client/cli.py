@@ -13,6 +13,7 @@ from typing import Any
 
 from nnx_ppo.client.client import Client
 from nnx_ppo.client.errors import ClientError, Unauthorized
+from nnx_ppo.client.terminal import printable
 
 COMMANDS = {
     "submit": "queue a run (a spec file, or --preset ENV --steps N)",
@@ -114,7 +115,7 @@ def _submit(client: Client, args: argparse.Namespace) -> int:
     if args.tag:
         spec["tags"] = [*spec.get("tags", []), *args.tag]
     run = client.submit(spec)
-    print(f"{run.id}  {run.name}  {run.status}", flush=True)
+    print(f"{run.id}  {printable(run.name)}  {run.status}", flush=True)
     if args.follow:
         from nnx_ppo.client.watch import watch
 
@@ -127,7 +128,7 @@ def _sweep(client: Client, args: argparse.Namespace) -> int:
     if args.name:
         body["name"] = args.name
     sweep = client.submit_sweep(body)
-    print(f"{sweep.id}  {sweep.name}  {sweep.status}", flush=True)
+    print(f"{sweep.id}  {printable(sweep.name)}  {sweep.status}", flush=True)
     if args.no_follow:
         return 0
     from nnx_ppo.client.sweep_watch import follow
@@ -158,6 +159,7 @@ def preset_spec(env: str, total_steps: int | None = None) -> dict[str, Any]:
 def _ls(client: Client, args: argparse.Namespace) -> int:
     from rich.console import Console
     from rich.table import Table
+    from rich.text import Text
 
     page = client.runs(
         status=args.status, kind=args.kind, tag=args.tag, q=args.query, limit=args.limit
@@ -169,12 +171,12 @@ def _ls(client: Client, args: argparse.Namespace) -> int:
         reward = run.latest_metrics.get("eval/episode_reward")
         table.add_row(
             run.id,
-            run.name,
+            Text(printable(run.name)),  # a Text: never read as rich markup
             run.status,
             f"{run.steps:,}/{run.total_steps:,}",
             "" if reward is None else f"{reward:.3f}",
             datetime.datetime.fromtimestamp(run.created_at).strftime("%Y-%m-%d %H:%M"),
-            ",".join(run.tags),
+            Text(printable(",".join(run.tags))),
         )
     console = Console(highlight=False, width=None if sys.stdout.isatty() else 160)
     console.print(table)

@@ -10,6 +10,7 @@ from typing import Any
 from rich.console import Console
 
 from nnx_ppo.client.client import Client
+from nnx_ppo.client.terminal import printable
 from nnx_ppo.client.types import TERMINAL, Sweep, SweepEvent
 from nnx_ppo.progress import StepRate, eta, make_progress
 
@@ -46,7 +47,7 @@ def follow(client: Client, sweep_id: str, console: Console | None = None) -> int
     sweep = client.sweep(sweep_id)
     objective = f"{sweep.objective.get('mode')} {sweep.objective.get('metric')}"
     console.print(
-        f"sweep {sweep.id} ({sweep.name}): {sweep.method}, {sweep.max_trials} trials, "
+        f"sweep {sweep.id} ({printable(sweep.name)}): {sweep.method}, {sweep.max_trials} trials, "
         f"{sweep.parallel} at once, objective {objective}",
         markup=False,
     )

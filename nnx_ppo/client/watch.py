@@ -9,6 +9,7 @@ from rich.console import Console
 from rich.progress import Progress
 
 from nnx_ppo.client.client import Client
+from nnx_ppo.client.terminal import printable
 from nnx_ppo.client.types import Event, Run
 from nnx_ppo.progress import StepRate, fields, make_progress
 
@@ -34,7 +35,8 @@ def watch(client: Client, run_id: str, console: Console | None = None) -> int:
     """Follows the run until it ends; 0 when it succeeded, 1 otherwise."""
     console = console or Console(highlight=False)
     run = client.run(run_id)
-    console.print(f"run {run.id} ({run.name}, {run.spec.get('env', {}).get('name', '?')})")
+    env = run.spec.get("env", {}).get("name", "?")
+    console.print(f"run {run.id} ({printable(run.name)}, {printable(env)})", markup=False)
     rate = StepRate()
     progress = make_progress(console)
     with progress:

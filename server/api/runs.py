@@ -28,6 +28,7 @@ from server.store.artifacts import find_checkpoint
 from server.store.models import RunRow
 from server.store.run_status import RunStatus, TransitionError
 from server.store.run_store import RunFilter, RunNotFound
+from server.user_text import PlainText
 
 router = APIRouter(prefix="/runs", tags=["runs"])
 NOT_FOUND: dict[int | str, dict[str, Any]] = {
@@ -162,10 +163,12 @@ def submit_run(spec: RunCreate, services: ServicesDep) -> RunPublic:
 async def list_runs(
     services: ServicesDep,
     status: RunStatus | None = None,
-    kind: Annotated[str | None, Query(max_length=32)] = None,
-    tag: Annotated[str | None, Query(max_length=64)] = None,
-    q: Annotated[str | None, Query(max_length=200)] = None,
-    sweep_id: Annotated[str | None, Query(max_length=32, description="A sweep's trials")] = None,
+    kind: Annotated[PlainText | None, Query(max_length=32)] = None,
+    tag: Annotated[PlainText | None, Query(max_length=64)] = None,
+    q: Annotated[PlainText | None, Query(max_length=200)] = None,
+    sweep_id: Annotated[
+        PlainText | None, Query(max_length=32, description="A sweep's trials")
+    ] = None,
     limit: Annotated[int, Query(ge=1, le=200)] = 50,
     offset: Annotated[int, Query(ge=0, le=10**9)] = 0,
 ) -> RunList:

@@ -25,10 +25,12 @@ from server.api import runs as runs_api
 from server.api.deps import ServicesDep
 from server.api.stream import SEND_TIMEOUT_S, drain_client
 from server.schemas import ErrorPublic, RunCreate
+from server.spec.checker import CheckerUnavailable
 from server.spec.sweep_space import MAX_CHECKS, PathError, SweepCreate, variants, with_values
 from server.store.models import RunRow, SweepRow
 from server.store.run_status import RunStatus
 from server.store.sweep_store import FINISHED, SweepActive, SweepFilter, SweepNotFound, SweepStore
+from server.user_text import PlainText
 from server.worker.sweeper import SweepDriver, objective_of
 
 router = APIRouter(prefix="/sweeps", tags=["sweeps"])
@@ -196,6 +198,7 @@ def _check(services: ServicesDep, request: SweepCreate) -> tuple[SweepCreate, in
         raise RequestValidationError(
             [{**e, "loc": ["body", "spec", *list(e["loc"])[1:]]} for e in error.errors()]
         ) from None
+    _check_objective(services, request)
     if request.method == "grid" and request.trials() > request.grid_size():
         raise _invalid(
             ("max_trials",), f"the grid has {request.grid_size()} points: at most that many"
@@ -233,6 +236,24 @@ def _check(services: ServicesDep, request: SweepCreate) -> tuple[SweepCreate, in
     return request, base_total
 
 
+def _check_objective(services: ServicesDep, request: SweepCreate) -> None:
+    """422 on ``objective.metric`` when the base spec's runs will not report it (a sweep
+    whose every objective stays null). ``system/`` metrics come from the run process's
+    sampler and are not traced: they pass."""
+    metric = request.objective.metric
+    if metric.startswith("system/"):
+        return
+    try:
+        known = services.checker.metric_keys(request.spec.stored())
+    except CheckerUnavailable as error:
+        raise HTTPException(503, str(error)) from None
+    if known is not None and metric not in known:
+        raise _invalid(
+            ("objective", "metric"),
+            f"the trials' runs will not report {metric!r}; they report: {', '.join(known)}",
+        )
+
+
 # -- routes -------------------------------------------------------------------------------
 
 
@@ -258,7 +279,7 @@ def submit_sweep(
 @router.get("", response_model=SweepList)
 def list_sweeps(
     sweeps: SweepServicesDep,
-    status: Annotated[str | None, Query(max_length=16)] = None,
+    status: Annotated[PlainText | None, Query(max_length=16)] = None,
     limit: Annotated[int, Query(ge=1, le=200)] = 50,
     offset: Annotated[int, Query(ge=0, le=10**9)] = 0,
 ) -> SweepList:

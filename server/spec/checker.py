@@ -45,6 +45,9 @@ def _checker_main(conn: Connection) -> None:
         except EOFError:
             return
         try:
+            if isinstance(request, dict) and request.get("op") == "metrics":
+                conn.send(("ok", _metric_keys(request["spec"])))
+                continue
             if isinstance(request, dict):  # {"op": "preset", "name", "variant"}
                 conn.send(("ok", _preset_answer(request["name"], request["variant"])))
                 continue
@@ -52,6 +55,12 @@ def _checker_main(conn: Connection) -> None:
             conn.send(("ok", check_spec(spec, teacher_network, resume_checkpoint)))
         except Exception as error:
             conn.send(("error", f"{type(error).__name__}: {error}"))
+
+
+def _metric_keys(spec: dict[str, Any]) -> list[str] | None:
+    from server.spec.spec_check import metric_keys
+
+    return metric_keys(spec)
 
 
 def _preset_answer(name: str, variant: str) -> dict[str, Any]:
@@ -139,6 +148,15 @@ class SpecChecker:
             raise ValueError(answer["error"])
         preset: dict[str, Any] = answer["preset"]
         return preset
+
+    def metric_keys(self, spec: dict[str, Any]) -> list[str] | None:
+        """``spec_check.metric_keys`` of a valid stored spec, in the checker process.
+
+        Raises:
+            CheckerUnavailable: the checker died or did not answer in time.
+        """
+        answer = self._ask({"op": "metrics", "spec": spec})
+        return None if answer is None else [str(k) for k in answer]
 
     def _ask(self, request: Any) -> Any:
         with self._lock:

@@ -287,6 +287,22 @@ def check_spec(
     return errors, steps
 
 
+def metric_keys(spec: Mapping[str, Any]) -> list[str] | None:
+    """The metric keys a run of ``spec`` (valid) will report, as traced by
+    ``nnx_ppo.algorithms.metric_keys``; None where they are not known here (distillation)."""
+    from nnx_ppo import envs
+    from nnx_ppo.algorithms.metric_keys import ppo_metric_keys
+    from nnx_ppo.presets import make_networks
+
+    config = make_config(spec.get("kind", "ppo"), spec.get("config") or {})
+    if not isinstance(config, TrainConfig):
+        return None
+    env = envs.load(spec["env"]["name"], spec["env"].get("overrides") or {})
+    fields = network_fields(dict(spec.get("network") or {"kind": "mlp"}), env)
+    networks = make_networks(fields, env.observation_size, env.action_size, 0)
+    return ppo_metric_keys(env, networks, config)
+
+
 def _resume_errors(
     path: str, network: Any, config: TrainConfig | DistillationTrainConfig
 ) -> list[dict[str, Any]]:

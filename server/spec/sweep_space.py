@@ -19,6 +19,7 @@ from typing import Any, Literal
 from pydantic import BaseModel, ConfigDict, Field, field_validator, model_validator
 
 from server.schemas import RunCreate
+from server.user_text import BoundedJson, PlainText
 
 MAX_PARAMETERS = 12
 MAX_VALUES = 32
@@ -64,8 +65,8 @@ class SpaceEntry(BaseModel):
         default=None, description="[low, high], low > 0, sampled uniformly in log space"
     )
     int_uniform: tuple[int, int] | None = Field(default=None, description="[low, high], both in")
-    choice: list[Any] | None = Field(default=None, min_length=1, max_length=MAX_VALUES)
-    grid: list[Any] | None = Field(default=None, min_length=1, max_length=MAX_VALUES)
+    choice: list[BoundedJson] | None = Field(default=None, min_length=1, max_length=MAX_VALUES)
+    grid: list[BoundedJson] | None = Field(default=None, min_length=1, max_length=MAX_VALUES)
 
     @model_validator(mode="after")
     def _one_kind(self) -> SpaceEntry:
@@ -156,7 +157,7 @@ class SweepCreate(BaseModel):
 
     model_config = ConfigDict(extra="forbid")
 
-    name: str | None = Field(default=None, min_length=1, max_length=200)
+    name: PlainText | None = Field(default=None, min_length=1, max_length=200)
     spec: RunCreate = Field(description="The base run spec; each trial changes its paths.")
     space: dict[str, SpaceEntry] = Field(
         min_length=1,

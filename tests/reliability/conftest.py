@@ -1,4 +1,4 @@
-"""The reliability suite's summary: per category (faults, bad_input, access, load), how many
+"""The reliability suite's summary: per category (faults, bad_input, access, attack, load), how many
 cases were tried and how many held, printed at the end of the session and written to
 ``tests/reliability/artifacts/summary.json``.
 
@@ -21,7 +21,7 @@ from pathlib import Path
 
 import pytest
 
-CATEGORIES = ("faults", "bad_input", "access", "load")
+CATEGORIES = ("faults", "bad_input", "access", "attack", "load")
 ARTIFACTS = Path(__file__).resolve().parent / "artifacts"
 
 
@@ -58,7 +58,7 @@ _started = time.monotonic()
 
 def pytest_configure(config: pytest.Config) -> None:
     config.addinivalue_line(
-        "markers", "category(name): reliability category (faults, bad_input, access, load)"
+        "markers", "category(name): reliability category (faults, bad_input, access, attack, load)"
     )
 
 

@@ -1613,7 +1613,7 @@ export interface operations {
     get_metrics_api_runs__run_id__metrics_get: {
         parameters: {
             query?: {
-                /** @description Comma-separated */
+                /** @description Comma-separated, at most 256 distinct */
                 keys?: string | null;
                 after_step?: number;
                 max_points?: number;
