@@ -1,6 +1,6 @@
-"""100 websocket clients following one live run: every client sees every event once, in
-order, and the database reads do not grow with the clients (the stream hub reads each
-event once; clients that connect together share the run's lookup and its catch-up).
+"""100 websocket clients following one live run (or the service's events): every client
+sees every event once, in order, and the database reads do not grow with the clients (the
+hub reads each event once; clients that connect together share the lookup and catch-up).
 
 The stream's router runs in a real uvicorn server on a real SQLite file; the statements
 are counted on the server's engine. Before the hub served the catch-up, each client read
@@ -24,7 +24,7 @@ from fastapi import FastAPI
 from sqlalchemy import event
 from websockets.asyncio.client import connect
 
-from server.api import stream
+from server.api import events, stream
 from server.api.deps import Services
 from server.api.events_hub import ServiceEventsHub
 from server.api.stream_hub import StreamHub
@@ -49,7 +49,7 @@ class Served:
         self.url = f"sqlite:///{data_dir / 'nnx_ppo.db'}"
         migrate(self.url)
         self.port = free_port()
-        self.event_reads = 0
+        self.reads = {"events": 0, "service_events": 0}
         self._counting = False
         settings = Settings(data_dir=data_dir, api_token="fanout-test-token")
         engine = make_engine(self.url)
@@ -68,12 +68,15 @@ class Served:
         async def lifespan(app: FastAPI) -> AsyncIterator[None]:
             app.state.services = services
             services.hub.start()
+            services.events.start()
             yield
             await services.hub.stop()
+            await services.events.stop()
             engine.dispose()
 
         app = FastAPI(lifespan=lifespan)
         app.include_router(stream.router, prefix="/api")
+        app.include_router(events.router, prefix="/api")
         config = uvicorn.Config(
             app, port=self.port, log_level="warning", ws_per_message_deflate=False
         )
@@ -81,15 +84,15 @@ class Served:
         self.thread = threading.Thread(target=self.server.run, name="uvicorn", daemon=True)
 
     def _count(self, _conn: Any, _cursor: Any, statement: str, *_args: Any) -> None:
-        if (
-            self._counting
-            and statement.lstrip().startswith("SELECT")
-            and "FROM events" in statement
-        ):
-            self.event_reads += 1
+        """Counts reads of events (``ORDER BY seq``; not the newest seq's ``max``)."""
+        if self._counting and statement.lstrip().startswith("SELECT") and "ORDER BY" in statement:
+            for table in self.reads:
+                if f"FROM {table} " in statement:
+                    self.reads[table] += 1
 
     def count_from_now(self) -> None:
-        self.event_reads, self._counting = 0, True
+        self.reads = dict.fromkeys(self.reads, 0)
+        self._counting = True
 
     def __enter__(self) -> Served:
         self.thread.start()
@@ -150,4 +153,43 @@ def test_100_followers_of_a_live_run_read_each_event_once(served: Served) -> Non
     assert codes == [1000] * CLIENTS
     # The hub's catch-up read and one per poll that found new events (at most one per
     # event written meanwhile); before, each client read the events when it connected.
-    assert served.event_reads <= 2 + DURING + 1, served.event_reads
+    assert served.reads["events"] <= 2 + DURING + 1, served.reads
+
+
+async def _follow_service(port: int, ready: asyncio.Event, seen: list[int], last: int) -> None:
+    async with connect(f"ws://127.0.0.1:{port}/api/events", open_timeout=60) as ws:
+        async for message in ws:
+            seen.append(json.loads(message)["seq"])
+            if len(seen) == BEFORE:
+                ready.set()
+            if seen[-1] == last:
+                return
+
+
+def test_100_followers_of_the_service_events_read_each_event_once(served: Served) -> None:
+    writer = RunStore(make_sessionmaker(make_engine(served.url)), served.data_dir / "runs")
+
+    def create_runs(n: int) -> None:
+        for i in range(n):
+            writer.create({}, kind="ppo", name=f"r{i}", tags=[], notes="", total_steps=1)
+
+    create_runs(BEFORE)  # one ``created`` event each
+
+    async def follow_all() -> list[list[int]]:
+        seen: list[list[int]] = [[] for _ in range(CLIENTS)]
+        ready = [asyncio.Event() for _ in range(CLIENTS)]
+        served.count_from_now()
+        last = BEFORE + DURING
+        clients = [
+            asyncio.create_task(_follow_service(served.port, ready[i], seen[i], last))
+            for i in range(CLIENTS)
+        ]
+        async with asyncio.timeout(120):
+            await asyncio.gather(*(r.wait() for r in ready))
+            await asyncio.to_thread(create_runs, DURING)
+            await asyncio.gather(*clients)
+        return seen
+
+    for client in asyncio.run(follow_all()):
+        assert client == list(range(1, BEFORE + DURING + 1))
+    assert served.reads["service_events"] <= 1 + DURING, served.reads
