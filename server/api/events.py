@@ -13,11 +13,9 @@ import asyncio
 import contextlib
 
 from fastapi import APIRouter, WebSocket, WebSocketDisconnect
-from starlette.concurrency import run_in_threadpool
 
 from server.api.deps import get_services
-from server.api.stream import SEND_TIMEOUT_S, drain_client
-from server.api.stream_hub import encode_events
+from server.api.stream import SEND_TIMEOUT_S, YIELD_EVERY, drain_client
 
 router = APIRouter(tags=["events"])
 
@@ -31,8 +29,8 @@ async def events(websocket: WebSocket, after_seq: int = 0) -> None:
     if after_seq < 0:
         await websocket.close(code=1008, reason="after_seq must be >= 0")
         return
-    store, hub = services.store, services.events
-    if after_seq > await run_in_threadpool(store.service_events_seq):
+    hub = services.events
+    if after_seq > await hub.newest_seq():
         await websocket.close(code=RESYNC_CODE, reason=f"no events up to seq {after_seq}")
         return
     hub.follow()
@@ -40,21 +38,17 @@ async def events(websocket: WebSocket, after_seq: int = 0) -> None:
     try:
         seq = after_seq
         while not reader.done():
-            events = hub.buffered_after(seq)
-            if events is None:
-                stored = await run_in_threadpool(store.service_events_after, seq, 500)
-                if stored and stored[0]["seq"] != seq + 1:
-                    await websocket.close(
-                        code=RESYNC_CODE, reason=f"events after seq {seq} were pruned"
-                    )
-                    return
-                events = encode_events(stored)
-            for event, text in events:
+            events = await hub.next_events(seq, timeout=1.0)
+            if events and events[0][0]["seq"] != seq + 1:
+                reason = f"events after seq {seq} were pruned"
+                await websocket.close(code=RESYNC_CODE, reason=reason)
+                return
+            for i, (event, text) in enumerate(events, 1):
                 async with asyncio.timeout(SEND_TIMEOUT_S):
                     await websocket.send_text(text)
                 seq = event["seq"]
-            if not events:
-                await hub.wait(seq, timeout=1.0)
+                if i % YIELD_EVERY == 0:
+                    await asyncio.sleep(0)  # a send does not yield: let requests through
     except (WebSocketDisconnect, TimeoutError, RuntimeError):
         pass  # the client left, or was too slow to follow
     finally:

@@ -9,10 +9,8 @@ import time
 from typing import Any
 
 from fastapi import APIRouter, WebSocket, WebSocketDisconnect
-from starlette.concurrency import run_in_threadpool
 
 from server.api.deps import RUN_ID, get_services
-from server.api.stream_hub import encode_events
 from server.store.run_status import TERMINAL, RunStatus
 from server.store.run_store import RunNotFound
 
@@ -21,6 +19,8 @@ router = APIRouter(prefix="/runs", tags=["stream"])
 SEND_TIMEOUT_S = 10.0
 """A client that does not take an event within this long is dropped."""
 MAX_CLIENT_MESSAGES_PER_S = 20
+YIELD_EVERY = 50
+"""A client catching up yields the event loop after this many events sent."""
 
 
 def _terminal(event: dict[str, Any]) -> bool:
@@ -33,7 +33,7 @@ async def stream(websocket: WebSocket, run_id: str, after_seq: int = 0) -> None:
     try:
         if not RUN_ID.fullmatch(run_id):
             raise RunNotFound(run_id)
-        run = await run_in_threadpool(services.store.get, run_id)
+        run = await services.hub.run(run_id)
     except RunNotFound:
         await websocket.close(code=4404, reason="run not found")
         return
@@ -50,19 +50,16 @@ async def stream(websocket: WebSocket, run_id: str, after_seq: int = 0) -> None:
     try:
         seq = after_seq
         while not reader.done():
-            events = hub.buffered_after(run_id, seq)
-            if events is None:
-                stored = await run_in_threadpool(services.store.events_after, run_id, seq, 500)
-                events = encode_events(stored)
-            for event, text in events:
+            events = await hub.next_events(run_id, seq, timeout=1.0)
+            for i, (event, text) in enumerate(events, 1):
                 async with asyncio.timeout(SEND_TIMEOUT_S):
                     await websocket.send_text(text)
                 seq = event["seq"]
                 if _terminal(event):
                     await websocket.close(code=1000)
                     return
-            if not events:
-                await hub.wait(run_id, seq, timeout=1.0)
+                if i % YIELD_EVERY == 0:
+                    await asyncio.sleep(0)  # a send does not yield: let requests through
     except (WebSocketDisconnect, TimeoutError, RuntimeError):
         pass  # the client left, or was too slow to follow
     finally:
