@@ -9,8 +9,6 @@ older service would have stored it (the API no longer accepts such names)."""
 
 from __future__ import annotations
 
-import base64
-import hashlib
 import socket
 import subprocess
 import sys
@@ -350,12 +348,10 @@ def test_security_headers_on_every_kind_of_answer(
         assert csp["frame-ancestors"] == "'none'", what
         assert csp["object-src"] == "'none'" and csp["base-uri"] == "'none'", what
         assert "'unsafe-inline'" not in csp["script-src"] and "*" not in csp["script-src"], what
-        if what != "docs":
-            assert csp["script-src"] == "'self'" and csp["style-src"] == "'self'", what
-    docs = answers["docs"]
-    inline = docs.text.split("<script>")[1].split("</script>")[0]
-    digest = base64.b64encode(hashlib.sha256(inline.encode()).digest()).decode()
-    assert f"'sha256-{digest}'" in docs.headers["content-security-policy"]
+        assert csp["script-src"] == "'self'", what
+        if what != "docs":  # ReDoc inserts <style> elements of its own
+            assert csp["style-src"] == "'self'", what
+    assert "<script>" not in answers["docs"].text  # every script of the docs is a file here
 
 
 @pytest.fixture(scope="module")
@@ -413,18 +409,13 @@ def test_the_dashboard_and_the_docs_work_under_the_policy(
     csp_console = [m for m in console if "Content Security Policy" in m]
     assert violations == [] and csp_console == [], (violations, csp_console)
 
-    # The docs' inline script runs (their assets come from this server or, until they are
-    # served locally, from the page's CDN: either way nothing the page names is refused).
+    # The docs render from this server's assets, nothing refused.
     page.goto(f"{svc.url}/api/docs")
     page.wait_for_load_state("load")
     page.wait_for_timeout(1000)
     docs_violations = page.evaluate("window.__csp")
     assert docs_violations == [], docs_violations
-    # Offline, the CDN's bundle does not load, and the inline script fails on its name:
-    # which shows that it ran. Online or served locally, Swagger UI renders.
-    rendered = page.locator("#swagger-ui .info").count() > 0
-    ran = any("SwaggerUIBundle is not defined" in m for m in console)
-    assert rendered or ran, console
+    page.wait_for_selector("#swagger-ui .info", timeout=30_000)
 
     # Nothing can frame the dashboard.
     framer = context.new_page()
