@@ -14,7 +14,7 @@ setup: $(STAMP) $(DASHBOARD)
 $(STAMP): pyproject.toml
 	$(PYTHON) -m venv $(VENV)
 	$(PY) -m pip install --quiet --upgrade pip
-	$(PY) -m pip install --quiet -e ".[test,bench,wandb,ray]"
+	$(PY) -m pip install --quiet -e ".[test,bench,wandb,ray,menagerie]"
 	touch $(STAMP)
 
 # The dashboard: built once, served by the API from frontend/dist.

@@ -8,24 +8,19 @@ Menagerie assets are missing, before MuJoCo Playground would ``git clone`` them.
 the family of each env and the Menagerie folders its model reads; a test checks it against
 the installed Playground.
 
-Menagerie: Playground's locomotion and manipulation envs read robot models from a copy of
-MuJoCo Menagerie at ``<site-packages>/mujoco_playground/external_deps/mujoco_menagerie``
-(``mujoco_playground._src.mjx_env.MENAGERIE_PATH``) and clone it from GitHub when that
-folder is missing. The environment variable ``NNX_PPO_MENAGERIE_DIR`` points at a local copy
-instead; ``nnx_ppo.envs.load`` then points Playground at it.
+Menagerie: Playground's locomotion and manipulation envs read robot models from MuJoCo
+Menagerie; ``nnx_ppo.menagerie`` finds them (``$NNX_PPO_MENAGERIE_DIR``, Playground's own
+copy, or the asset wheels of the ``nnx-ppo[menagerie]`` extra).
 """
 
 from __future__ import annotations
 
-import importlib.util
-import os
 from pathlib import Path
 
-MENAGERIE_ENV_VAR = "NNX_PPO_MENAGERIE_DIR"
-"""Environment variable naming a local MuJoCo Menagerie checkout."""
-MENAGERIE_URL = "https://github.com/google-deepmind/mujoco_menagerie"
-MENAGERIE_COMMIT = "1b86ece576591213e2b666ebf59508454200ca97"
-"""The Menagerie commit MuJoCo Playground 0.2.0 checks out (``MENAGERIE_COMMIT_SHA``)."""
+from nnx_ppo import menagerie
+
+MENAGERIE_ENV_VAR = menagerie.ENV_VAR
+"""Environment variable naming a local MuJoCo Menagerie checkout (wins when set)."""
 
 BUILTIN_ENV_NAMES = ("PointReach", "PointReachDict", "PointReachEnergy", "MemoryCue")
 """``nnx_ppo.envs.BUILTIN_ENVS``, in its order (a test keeps the two equal)."""
@@ -115,23 +110,11 @@ def source_of(name: str) -> str:
     return "builtin" if name in BUILTIN_ENV_NAMES else "playground"
 
 
-def playground_menagerie_dir() -> Path | None:
-    """Where MuJoCo Playground itself looks for Menagerie (found without importing it), or
-    None when Playground is not installed."""
-    spec = importlib.util.find_spec("mujoco_playground")
-    if spec is None or not spec.submodule_search_locations:
-        return None
-    package = Path(next(iter(spec.submodule_search_locations)))
-    return package / "external_deps" / "mujoco_menagerie"
-
-
-def menagerie_dir() -> Path | None:
-    """The Menagerie copy envs load from: ``$NNX_PPO_MENAGERIE_DIR`` when set, otherwise
-    Playground's own location."""
-    configured = os.environ.get(MENAGERIE_ENV_VAR, "").strip()
-    if configured:
-        return Path(configured).expanduser()
-    return playground_menagerie_dir()
+def menagerie_root(name: str) -> Path | None:
+    """The Menagerie root env ``name`` loads from (``nnx_ppo.menagerie.root_for``), or None
+    when it needs no Menagerie or its folders are missing."""
+    needed = MENAGERIE_ASSETS.get(name)
+    return menagerie.root_for(needed) if needed else None
 
 
 def missing_assets(name: str) -> str | None:
@@ -140,15 +123,4 @@ def missing_assets(name: str) -> str | None:
     needed = MENAGERIE_ASSETS.get(name)
     if not needed:
         return None
-    root = menagerie_dir()
-    if root is None:
-        return f"env {name!r} needs MuJoCo Playground, which is not installed"
-    missing = [folder for folder in needed if not (root / folder).is_dir()]
-    if not missing:
-        return None
-    where = ", ".join(str(root / folder) for folder in missing)
-    return (
-        f"env {name!r} needs MuJoCo Menagerie assets that are missing: {where}. Fix: get a "
-        f"copy (git clone {MENAGERIE_URL} && git -C mujoco_menagerie checkout "
-        f"{MENAGERIE_COMMIT}) and set {MENAGERIE_ENV_VAR} to its directory"
-    )
+    return menagerie.missing_reason(name, needed)
