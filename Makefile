@@ -14,7 +14,7 @@ setup: $(STAMP) $(DASHBOARD)
 $(STAMP): pyproject.toml
 	$(PYTHON) -m venv $(VENV)
 	$(PY) -m pip install --quiet --upgrade pip
-	$(PY) -m pip install --quiet -e ".[test,bench,wandb,ray]"
+	$(PY) -m pip install --quiet -e ".[test,bench,wandb,ray,menagerie]"
 	touch $(STAMP)
 
 # The dashboard: built once, served by the API from frontend/dist.
@@ -31,7 +31,9 @@ test: setup
 	cd frontend && npm test && npm run format-check && NNX_PPO_PYTHON=$(abspath $(PY)) npm run check-api
 	$(PY) -m pytest -n 2 --dist loadfile
 
-# Every available env, one tiny PPO iteration each from its preset (long: not in `make test`).
+# Every available env (all 54 of Playground's with the menagerie extra): two tiny PPO iterations
+# from its preset, a checkpoint, restore, train on, checkpoint again, a frame (long: not in
+# `make test`, which runs a Go1/T1/Panda subset: tests/envs/test_menagerie_envs.py).
 # `python -m bench.env_table` writes the same check as a table (bench/results/envs.md).
 test-envs: setup
 	$(PY) -m pytest -q tests/envs/test_every_env.py --every-env

@@ -8,25 +8,20 @@ Menagerie assets are missing, before MuJoCo Playground would ``git clone`` them.
 the family of each env and the Menagerie folders its model reads; a test checks it against
 the installed Playground.
 
-Menagerie: Playground's locomotion and manipulation envs read robot models from a copy of
-MuJoCo Menagerie at ``<site-packages>/mujoco_playground/external_deps/mujoco_menagerie``
-(``mujoco_playground._src.mjx_env.MENAGERIE_PATH``) and clone it from GitHub when that
-folder is missing. The environment variable ``NNX_PPO_MENAGERIE_DIR`` points at a local copy
-instead; ``nnx_ppo.envs.load`` then points Playground at it.
+Menagerie: Playground's locomotion and manipulation envs read robot models from MuJoCo
+Menagerie; ``nnx_ppo.menagerie`` finds them (``$NNX_PPO_MENAGERIE_DIR``, Playground's own
+copy, or the asset wheels of the ``nnx-ppo[menagerie]`` extra).
 """
 
 from __future__ import annotations
 
 import difflib
-import importlib.util
-import os
 from pathlib import Path
 
-MENAGERIE_ENV_VAR = "NNX_PPO_MENAGERIE_DIR"
-"""Environment variable naming a local MuJoCo Menagerie checkout."""
-MENAGERIE_URL = "https://github.com/google-deepmind/mujoco_menagerie"
-MENAGERIE_COMMIT = "1b86ece576591213e2b666ebf59508454200ca97"
-"""The Menagerie commit MuJoCo Playground 0.2.0 checks out (``MENAGERIE_COMMIT_SHA``)."""
+from nnx_ppo import menagerie
+
+MENAGERIE_ENV_VAR = menagerie.ENV_VAR
+"""Environment variable naming a local MuJoCo Menagerie checkout (wins when set)."""
 
 BUILTIN_ENV_NAMES = ("PointReach", "PointReachDict", "PointReachEnergy", "MemoryCue")
 """``nnx_ppo.envs.BUILTIN_ENVS``, in its order (a test keeps the two equal)."""
@@ -128,55 +123,41 @@ def source_of(name: str) -> str:
     return "builtin" if name in BUILTIN_ENV_NAMES else "playground"
 
 
-def playground_menagerie_dir() -> Path | None:
-    """Where MuJoCo Playground itself looks for Menagerie (found without importing it), or
-    None when Playground is not installed."""
-    spec = importlib.util.find_spec("mujoco_playground")
-    if spec is None or not spec.submodule_search_locations:
-        return None
-    package = Path(next(iter(spec.submodule_search_locations)))
-    return package / "external_deps" / "mujoco_menagerie"
-
-
-def menagerie_dir() -> Path | None:
-    """The Menagerie copy envs load from: ``$NNX_PPO_MENAGERIE_DIR`` when set, otherwise
-    Playground's own location."""
-    configured = os.environ.get(MENAGERIE_ENV_VAR, "").strip()
-    if configured:
-        return Path(configured).expanduser()
-    return playground_menagerie_dir()
+def menagerie_root(name: str) -> Path | None:
+    """The Menagerie root env ``name`` loads from (``nnx_ppo.menagerie.root_for``), or None
+    when it needs no Menagerie or its folders are missing."""
+    needed = MENAGERIE_ASSETS.get(name)
+    return menagerie.root_for(needed) if needed else None
 
 
 def missing_folders(name: str) -> list[Path] | None:
-    """The Menagerie folders ``name`` needs that are missing here (``[]``: none), or None
-    when it needs Menagerie and MuJoCo Playground is not installed."""
+    """The Menagerie folders ``name`` needs that no root holds (``[]``: none; under
+    ``$NNX_PPO_MENAGERIE_DIR`` when it is set), or None when it needs Menagerie and MuJoCo
+    Playground is not installed."""
     needed = MENAGERIE_ASSETS.get(name)
-    if not needed:
+    if not needed or menagerie.root_for(needed) is not None:
         return []
-    root = menagerie_dir()
-    if root is None:
+    configured = menagerie.configured_dir()
+    if configured is not None:
+        return [configured / folder for folder in needed if not (configured / folder).is_dir()]
+    if menagerie.playground_dir() is None:
         return None
-    return [root / folder for folder in needed if not (root / folder).is_dir()]
+    return [Path(folder) for folder in needed]
 
 
 def menagerie_fix() -> str:
     """How to provide the Menagerie assets (one sentence, for every env that lacks them)."""
     return (
-        f"get a copy (git clone {MENAGERIE_URL} && git -C mujoco_menagerie checkout "
-        f"{MENAGERIE_COMMIT}) and set {MENAGERIE_ENV_VAR} to its directory"
+        f"{menagerie.EXTRA} (the robot models' asset wheels), or set {MENAGERIE_ENV_VAR} to a "
+        f"Menagerie checkout (git clone {menagerie.URL} && git -C mujoco_menagerie checkout "
+        f"{menagerie.COMMIT})"
     )
 
 
 def missing_assets(name: str) -> str | None:
     """Why ``name`` cannot load on this machine (its Menagerie folders are missing, with
     the fix), or None when nothing is missing (or it needs no Menagerie)."""
-    missing = missing_folders(name)
-    if missing is None:
-        return f"env {name!r} needs MuJoCo Playground, which is not installed"
-    if not missing:
+    needed = MENAGERIE_ASSETS.get(name)
+    if not needed:
         return None
-    where = ", ".join(str(folder) for folder in missing)
-    return (
-        f"env {name!r} needs MuJoCo Menagerie assets that are missing: {where}. "
-        f"Fix: {menagerie_fix()}"
-    )
+    return menagerie.missing_reason(name, needed)

@@ -8,7 +8,7 @@ from pathlib import Path
 
 import pytest
 
-from nnx_ppo import catalogue, envs
+from nnx_ppo import catalogue, envs, menagerie
 
 
 def test_catalogue_matches_the_installed_registry_and_builtins():
@@ -32,7 +32,66 @@ def test_catalogue_matches_the_installed_registry_and_builtins():
 def test_playground_menagerie_location_is_playgrounds_own():
     from mujoco_playground._src import mjx_env
 
-    assert catalogue.playground_menagerie_dir() == Path(str(mjx_env.MENAGERIE_PATH))
+    assert menagerie.playground_dir() == Path(str(mjx_env.EXTERNAL_DEPS_PATH / "mujoco_menagerie"))
+
+
+def test_the_asset_wheels_make_every_env_available_without_configuration(monkeypatch):
+    # make setup installs the nnx-ppo[menagerie] extra; no env var is needed.
+    monkeypatch.delenv(catalogue.MENAGERIE_ENV_VAR, raising=False)
+    assert [n for n in catalogue.env_names() if catalogue.missing_assets(n)] == []
+    # Each robot is found inside its wheel, under mujoco/playground/assets/mujoco_menagerie.
+    large, humanoid = menagerie.ASSET_PACKAGES
+    go1, t1 = (
+        catalogue.menagerie_root("Go1Getup"),
+        catalogue.menagerie_root("T1JoystickFlatTerrain"),
+    )
+    assert go1 is not None and t1 is not None
+    assert go1.parts[-5:] == (large, "mujoco", "playground", "assets", "mujoco_menagerie")
+    assert t1.parts[-5] == humanoid
+    # Panda with the Robotiq gripper needs two folders, both in the same wheel.
+    assert catalogue.menagerie_root("PandaRobotiqPushCube") == go1
+    assert catalogue.menagerie_root("CartpoleBalance") is None  # needs no Menagerie
+
+
+def licence_of(text: str) -> str:
+    """Tells the four licences of the robot folders apart by a phrase only each one has."""
+    text = " ".join(text.split())
+    if "Apache License" in text and "Version 2.0" in text:
+        return "Apache-2.0"
+    if "Permission is hereby granted, free of charge" in text:
+        return "MIT"
+    if "Redistributions in binary form must reproduce" in text:
+        return "BSD-3-Clause" if "Neither the name" in text else "BSD-2-Clause"
+    return "unknown"
+
+
+def test_each_robot_folder_carries_the_licence_the_readme_names(monkeypatch):
+    monkeypatch.delenv(catalogue.MENAGERIE_ENV_VAR, raising=False)
+    folders = {f for needed in catalogue.MENAGERIE_ASSETS.values() for f in needed}
+    assert set(menagerie.LICENCES) == folders
+    readme = " ".join((Path(__file__).parents[1] / "README.md").read_text().split())
+    section = readme.split("*Licences of what you install.*", 1)[1]
+    # The README's groups: "**Apache-2.0**: `a`, `b`; **BSD-3-Clause**: ..."
+    groups = {}
+    for part in section.split("**")[1::2]:
+        groups[part] = section.split(f"**{part}**", 1)[1].split("**", 1)[0]
+    for folder, licence in menagerie.LICENCES.items():
+        root = menagerie.root_for([folder])
+        assert root is not None, folder
+        assert licence_of((root / folder / "LICENSE").read_text()) == licence, folder
+        assert f"`{folder}`" in groups[licence], (folder, licence)
+
+
+def test_without_the_extra_the_refusal_names_it(monkeypatch, no_clone):
+    monkeypatch.delenv(catalogue.MENAGERIE_ENV_VAR, raising=False)
+    monkeypatch.setattr(menagerie, "ASSET_PACKAGES", ("nnx_ppo_no_such_asset_wheel",))
+    if (playground_copy := menagerie.playground_dir()) is not None and playground_copy.is_dir():
+        pytest.skip(f"Playground's own Menagerie copy is here: {playground_copy}")
+    reason = envs.unavailable_reason("G1JoystickFlatTerrain")
+    assert reason is not None and "G1JoystickFlatTerrain" in reason and "unitree_g1" in reason
+    assert 'pip install "nnx-ppo[menagerie]"' in reason
+    with pytest.raises(envs.AssetsMissing, match=r"nnx-ppo\[menagerie\]"):
+        envs.load("G1JoystickFlatTerrain")
 
 
 def test_catalogue_imports_neither_jax_nor_playground():
@@ -60,6 +119,7 @@ def test_missing_menagerie_is_a_clear_error_and_never_clones(tmp_path, monkeypat
     assert reason is not None
     assert "Go1Getup" in reason and str(tmp_path / "menagerie" / "unitree_go1") in reason
     assert catalogue.MENAGERIE_ENV_VAR in reason and "git clone" in reason
+    assert 'pip install "nnx-ppo[menagerie]"' in reason  # the other fix: unset it, install
     with pytest.raises(envs.AssetsMissing) as info:
         envs.load("Go1Getup")
     assert isinstance(info.value, ValueError) and str(info.value) == reason

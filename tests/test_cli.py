@@ -36,6 +36,18 @@ def test_envs_marks_the_envs_whose_menagerie_assets_are_missing(capsys, tmp_path
     assert catalogue.MENAGERIE_ENV_VAR not in captured.out
 
 
+def test_envs_lists_all_54_available_with_the_menagerie_extra(capsys, monkeypatch):
+    monkeypatch.delenv(catalogue.MENAGERIE_ENV_VAR, raising=False)  # no configuration at all
+    assert main(["envs"]) == 0
+    captured = capsys.readouterr()
+    assert "UNAVAILABLE" not in captured.out
+    playground = [line for line in captured.out.splitlines() if line.split()[1] == "playground"]
+    assert len(playground) == 54
+    assert f"{len(catalogue.env_names())} envs, {len(catalogue.env_names())} available" in (
+        captured.err
+    )
+
+
 def test_train_prints_the_resolved_preset_with_overrides(capsys):
     argv = ["train", "PointReach", "--n-envs", "32", "ppo.learning_rate=3e-4", "seed=3"]
     assert main([*argv, "network.actor_hidden_sizes=[8,8]", "--print-config"]) == 0

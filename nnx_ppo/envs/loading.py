@@ -4,8 +4,9 @@ MuJoCo Playground is imported inside the functions that need it (it takes second
 import), so importing ``nnx_ppo.envs`` stays cheap.
 
 Envs that need MuJoCo Menagerie (``nnx_ppo.catalogue.MENAGERIE_ASSETS``) load from
-``$NNX_PPO_MENAGERIE_DIR`` when it is set, otherwise from where Playground keeps it. When
-their assets are missing, ``load`` raises ``AssetsMissing`` (a ``ValueError``) naming the
+``$NNX_PPO_MENAGERIE_DIR`` when it is set, otherwise from Playground's own copy or the asset
+wheels of the ``nnx-ppo[menagerie]`` extra (``nnx_ppo.menagerie``). When their assets are
+missing, ``load`` raises ``AssetsMissing`` (a ``ValueError``) naming the
 env, the missing folder and the fix; Playground's own ``git clone`` is never run from here.
 """
 
@@ -182,12 +183,14 @@ def _load_playground(name: str, overrides: dict[str, Any]) -> EpisodeWrapper:
 
 
 def _point_playground_at_menagerie(name: str) -> None:
-    """Makes Playground read Menagerie from ``catalogue.menagerie_dir()`` and replaces its
-    clone-on-first-use with an ``AssetsMissing`` error."""
+    """Makes Playground read Menagerie from the root that holds ``name``'s robot folders
+    (``catalogue.menagerie_root``) and replaces its clone-on-first-use with an
+    ``AssetsMissing`` error. Playground reads ``MENAGERIE_PATH`` only while an env is
+    built, so setting it per load is enough."""
     from etils import epath  # type: ignore[import-untyped]
     from mujoco_playground._src import mjx_env
 
-    root = catalogue.menagerie_dir()
+    root = catalogue.menagerie_root(name)
     if root is not None:
         mjx_env.MENAGERIE_PATH = epath.Path(root)
 

@@ -17,7 +17,7 @@ from typing import Any
 
 import jax
 
-from nnx_ppo import envs
+from nnx_ppo import catalogue, envs
 from nnx_ppo.algorithms import checkpointing
 from nnx_ppo.algorithms.config import DistillationTrainConfig, TrainConfig, VideoData
 from nnx_ppo.algorithms.distillation import (
@@ -184,7 +184,7 @@ class RunExecution:
         env_spec = self.spec["env"]
         identity = {
             "env": {"name": env_spec["name"], "overrides": env_spec.get("overrides") or {}},
-            "menagerie": os.environ.get("NNX_PPO_MENAGERIE_DIR"),
+            "menagerie": str(catalogue.menagerie_root(env_spec["name"])),
             "network": network_spec,
         }
         directory = self.settings.compile_cache / "programs"

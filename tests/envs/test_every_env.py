@@ -1,6 +1,8 @@
 """Every env trains from its preset: loaded on the CPU (``impl="jax"``), the preset's
-network built, one tiny PPO iteration run, checkpointed and restored exactly, and one frame
-rendered where the env renders (``bench.env_table.check_env``).
+network built, two tiny PPO iterations run with a checkpoint after each, the first
+checkpoint restored, trained on from and checkpointed again with exactly the uninterrupted
+run's parameters, and one frame rendered where the env renders
+(``bench.env_table.check_env``).
 
 The whole list takes long on a CPU (compiling a MuJoCo Playground env's training step
 takes minutes there): ``make test-envs`` runs it (``--every-env``). The normal suite runs a
@@ -11,7 +13,14 @@ from __future__ import annotations
 
 import pytest
 
-from bench.env_table import TINY_N_ENVS, TINY_ROLLOUT, check_env, default_order, tiny_preset
+from bench.env_table import (
+    TINY_ITERATIONS,
+    TINY_N_ENVS,
+    TINY_ROLLOUT,
+    check_env,
+    default_order,
+    tiny_preset,
+)
 from nnx_ppo import catalogue
 from nnx_ppo.presets import TUNED, preset
 
@@ -30,7 +39,7 @@ def test_the_env_trains_one_iteration_from_its_preset(env_name: str) -> None:
     assert row["available"] and row["restored"], row
     mapped = catalogue.source_of(env_name) == "playground" and env_name not in TUNED
     assert row["source"] == ("playground" if mapped else "tuned")
-    assert row["action_size"] >= 1 and row["iteration_s"] > 0
+    assert row["action_size"] >= 1 and row["iteration_s"] > 0 and row["compile_s"] > 0
     if catalogue.source_of(env_name) == "playground":
         assert row["render"].startswith("ok"), row["render"]
 
@@ -40,6 +49,7 @@ def test_the_tiny_preset_keeps_the_network_and_cuts_the_sizes() -> None:
     assert tiny.network == full.network  # the LSTM of the preset, as it is
     ppo = tiny.config.ppo
     assert (ppo.n_envs, ppo.rollout_length) == (TINY_N_ENVS, TINY_ROLLOUT)
-    assert ppo.total_steps == TINY_N_ENVS * TINY_ROLLOUT  # one iteration
+    assert ppo.total_steps == TINY_ITERATIONS * TINY_N_ENVS * TINY_ROLLOUT
+    assert tiny.config.checkpoint_every_steps == TINY_N_ENVS * TINY_ROLLOUT  # after each
     assert ppo.n_epochs == full.config.ppo.n_epochs
     assert not tiny.config.eval.enabled

@@ -27,6 +27,15 @@ def test_every_name_is_listed_before_any_size_is_known(tmp_path, monkeypatch):
     assert cartpole.available is True and cartpole.reason is None
 
 
+def test_every_env_is_available_with_the_menagerie_extra(tmp_path, monkeypatch):
+    monkeypatch.delenv(catalogue.MENAGERIE_ENV_VAR, raising=False)  # a fresh clone's setup
+    services = SimpleNamespace(catalogue=EnvCatalogue(tmp_path, include_playground=True))
+    listed = list_envs(services)
+    playground = [e for e in listed.items if e.source == "playground"]
+    assert len(playground) == 54
+    assert [(e.name, e.reason) for e in listed.items if not e.available] == []
+
+
 def test_sizes_fill_in_as_the_catalogue_learns_them(tmp_path):
     cat = EnvCatalogue(tmp_path, include_playground=False)
     learned = {"name": "PointReach", "observation_size": 6, "action_size": 2, "source": "builtin"}
