@@ -59,6 +59,7 @@ def _validate(services: Services, spec: RunCreate) -> int:
     """Everything about ``spec`` that a schema cannot see; returns its total steps."""
     teacher_network = None
     resume_checkpoint: str | None = None
+    resume_at: tuple[str, int] | None = None  # (run, step) of the checkpoint resumed
     if spec.teacher is not None:
         teacher = _referenced_run(services, spec.teacher, "teacher")
         if teacher.kind != "ppo":
@@ -78,6 +79,7 @@ def _validate(services: Services, spec: RunCreate) -> int:
             )
         found = find_checkpoint(run_dir(services, source), spec.resume_from.step)
         resume_checkpoint = str(found.path) if found is not None else None
+        resume_at = (source.id, found.step) if found is not None else None
     errors = resource_errors(spec.resources, spec.config, services.store.workers())
     if errors:
         raise RequestValidationError(errors)
@@ -85,9 +87,28 @@ def _validate(services: Services, spec: RunCreate) -> int:
         errors, total = services.checker.check(spec.stored(), teacher_network, resume_checkpoint)
     except CheckerUnavailable as error:
         raise HTTPException(503, str(error)) from None
+    if resume_at is not None and 0 < total <= resume_at[1]:  # 0: the config is refused
+        section = "distillation" if spec.kind == "distillation" else "ppo"
+        errors.append(
+            {
+                "loc": ["body", "config", section, "total_steps"],
+                "msg": f"must exceed {resume_at[1]}, the step of the checkpoint of resume_from "
+                f"(run {resume_at[0]}): the run trains on from there to total_steps",
+                "type": "value_error",
+            }
+        )
     if errors:
         raise RequestValidationError(errors)
     return total
+
+
+def _start_step(services: Services, spec: RunCreate) -> int:
+    """The step a run starts at: its ``resume_from`` checkpoint's (validated), else 0."""
+    if spec.resume_from is None:
+        return 0
+    source = services.store.get(spec.resume_from.run_id)
+    found = find_checkpoint(run_dir(services, source), spec.resume_from.step)
+    return found.step if found is not None else 0
 
 
 @router.post(
@@ -105,6 +126,7 @@ def submit_run(spec: RunCreate, services: ServicesDep) -> RunPublic:
         tags=spec.tags,
         notes=spec.notes,
         total_steps=total_steps,
+        steps=_start_step(services, spec),  # progress counts from the checkpoint resumed
     )
     return run_public(run)
 
