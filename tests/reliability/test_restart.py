@@ -190,6 +190,7 @@ def test_kill_9_under_a_playground_run_then_restart(tmp_path: Path) -> None:
         svc.kill()
         svc = ReliableService(data_dir).start()
         checkpoints = svc.checkpoints_dir(run_id)
+        svc.wait_for(run_id, ["running"], 120, lambda r: r["attempts"] >= 2)  # claimed again
         # Requeued, resumed from its newest checkpoint, and checkpointing again after it: a
         # resumed Playground run failed here ("unsupported dtype int64").
         wait_until(
