@@ -55,6 +55,28 @@ def tiny_ppo_spec(total_steps: int = 20_000, **config: Any) -> dict[str, Any]:
     }
 
 
+def tiny_cartpole_spec(total_steps: int, checkpoint_every_steps: int) -> dict[str, Any]:
+    """A MuJoCo Playground run (CartpoleBalance, ``impl="jax"``) at its smallest: 4 envs x 4
+    steps, 4-unit MLPs, no evaluation. Its ``mjx.Data`` env states carry static numpy
+    fields, which a resumed run must carry through its next checkpoint."""
+    return {
+        "kind": "ppo",
+        "env": {"name": "CartpoleBalance", "overrides": {"impl": "jax"}},
+        "network": {"kind": "mlp", "actor_hidden_sizes": [4], "critic_hidden_sizes": [4]},
+        "config": {
+            "ppo": {
+                "n_envs": 4,
+                "rollout_length": 4,
+                "total_steps": total_steps,
+                "n_epochs": 1,
+                "n_minibatches": 1,
+            },
+            "eval": {"enabled": False},
+            "checkpoint_every_steps": checkpoint_every_steps,
+        },
+    }
+
+
 def refused_locs(response: httpx.Response) -> list[list[Any]]:
     """The fields a 422 names (``detail[].loc``); fails the test on any other status."""
     assert response.status_code == 422, response.text

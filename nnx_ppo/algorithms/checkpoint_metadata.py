@@ -195,10 +195,33 @@ def encode(x: Any, path: str) -> tuple:
 
 
 def _builtin_dtype(x: Any, path: str) -> Any:
-    """``x``, if its dtype is one of numpy's own (which the restricted unpickler admits)."""
-    if x.dtype.isbuiltin != 1:
+    """``x`` with numpy's own dtype object for its dtype (which the restricted unpickler
+    admits), or a TypeError naming ``path`` for a dtype that has none (structured, extension
+    dtypes such as bfloat16)."""
+    builtin = as_builtin_dtype(x)
+    if builtin is None:
         raise TypeError(f"cannot checkpoint {path}: unsupported dtype {x.dtype}")
-    return x
+    return builtin
+
+
+def as_builtin_dtype(x: np.ndarray | np.generic) -> np.ndarray | np.generic | None:
+    """``x`` itself if its dtype object is one of numpy's own; a copy with that one if its
+    dtype only equals one of them; else None.
+
+    An array that comes back from a pickle (``metadata.pkl``, or a pickle made elsewhere)
+    carries a copied dtype object (``isbuiltin == 0``) equal to numpy's own ``int64`` etc.
+    The static numpy fields of an ``mjx.Data`` restored from a checkpoint are such arrays,
+    and they travel unchanged to the next checkpoint (through the program cache's flat
+    boundary, which keeps the arguments' static fields), so both ends normalise them.
+    """
+    if x.dtype.isbuiltin == 1:
+        return x
+    if x.dtype.hasobject or x.dtype.fields is not None:
+        return None
+    builtin = np.dtype(x.dtype.str)  # "<i8" etc.: a structured or extension dtype has "<V.."
+    if builtin.isbuiltin != 1 or builtin != x.dtype:
+        return None
+    return x.astype(builtin)
 
 
 def expect(value: Any, kind: type | tuple[type, ...], what: str) -> Any:
@@ -222,9 +245,9 @@ def decode(node: Any, path: str) -> Any:
             return jnp.asarray(data)
         return jax.random.wrap_key_data(jnp.asarray(data), impl=expect(node[1], str, path))
     if kind == "numpy":
-        value = expect(node[1], (np.ndarray, np.generic), path)
-        if value.dtype.hasobject:
-            raise ValueError(f"malformed checkpoint metadata: {path} holds objects")
+        value = as_builtin_dtype(expect(node[1], (np.ndarray, np.generic), path))
+        if value is None:
+            raise ValueError(f"malformed checkpoint metadata: {path} has an unsupported dtype")
         return value
     if kind == "scalar":
         return expect(node[1], (bool, int, float, str), path)

@@ -101,6 +101,7 @@ def _validate(services: Services, spec: RunCreate) -> int:
     errors: list[dict[str, Any]] = []
     teacher_network = None
     resume_checkpoint: str | None = None
+    resume_at: tuple[str, int] | None = None  # (run, step) of the checkpoint resumed
     if spec.teacher is not None:
         teacher = _referenced_run(services, spec.teacher, "teacher", errors)
         if teacher is not None and teacher.kind != "ppo":
@@ -126,6 +127,7 @@ def _validate(services: Services, spec: RunCreate) -> int:
         elif source is not None:
             found = find_checkpoint(run_dir(services, source), spec.resume_from.step)
             resume_checkpoint = str(found.path) if found is not None else None
+            resume_at = (source.id, found.step) if found is not None else None
     errors += resource_errors(spec.resources, spec.config, services.store.workers())
     try:
         found_errors, total = services.checker.check(
@@ -134,9 +136,28 @@ def _validate(services: Services, spec: RunCreate) -> int:
     except CheckerUnavailable as error:
         raise HTTPException(503, str(error)) from None
     errors += [e for e in found_errors if e not in errors]
+    if resume_at is not None and 0 < total <= resume_at[1]:  # 0: the config is refused
+        section = "distillation" if spec.kind == "distillation" else "ppo"
+        errors.append(
+            {
+                "loc": ["body", "config", section, "total_steps"],
+                "msg": f"must exceed {resume_at[1]}, the step of the checkpoint of resume_from "
+                f"(run {resume_at[0]}): the run trains on from there to total_steps",
+                "type": "value_error",
+            }
+        )
     if errors:
         raise RequestValidationError(errors)
     return total
+
+
+def _start_step(services: Services, spec: RunCreate) -> int:
+    """The step a run starts at: its ``resume_from`` checkpoint's (validated), else 0."""
+    if spec.resume_from is None:
+        return 0
+    source = services.store.get(spec.resume_from.run_id)
+    found = find_checkpoint(run_dir(services, source), spec.resume_from.step)
+    return found.step if found is not None else 0
 
 
 @router.post(
@@ -155,6 +176,7 @@ def submit_run(spec: RunCreate, services: ServicesDep) -> RunPublic:
         tags=spec.tags,
         notes=spec.notes,
         total_steps=total_steps,
+        steps=_start_step(services, spec),  # progress counts from the checkpoint resumed
     )
     return run_public(run)
 

@@ -135,10 +135,12 @@ class RunStore:
         sweep_id: str | None = None,
         trial: int | None = None,
         trial_params: Mapping[str, Any] | None = None,
+        steps: int = 0,
     ) -> RunRow:
         """A new queued run (its first event is the ``queued`` status); a sweep's trial
         names its sweep and trial number (unique per sweep: a second raises
-        ``IntegrityError``)."""
+        ``IntegrityError``). ``steps``: where its progress starts (a resumed checkpoint's
+        step; metrics at or below it are never stored for it)."""
         now = time.time()
         run = RunRow(
             id=new_run_id(),
@@ -150,7 +152,7 @@ class RunStore:
             notes=notes,
             created_at=now,
             queued_at=now,
-            steps=0,
+            steps=steps,
             total_steps=total_steps,
             latest_metrics={},
             last_seq=0,

@@ -266,8 +266,9 @@ def test_submit_a_run_watch_it_live_and_download_a_checkpoint(server, desktop, t
     expect(page.locator('[data-path="teacher"] select').first).to_have_value(run_id)
     expect(page.locator('[data-path="teacher"] select').nth(1)).to_have_value(str(step))
 
-    # "Resume from here" opens the form with the run's own spec and the checkpoint; the
-    # server accepts the spec as the form rebuilt it.
+    # "Resume from here" opens the form with the run's own spec and the checkpoint, and a
+    # total past the checkpoint (the newest, at the run's end: as much again); the server
+    # accepts the spec as the form rebuilt it, and the run's progress starts at the step.
     page.go_back()
     page.get_by_role("tab", name="Checkpoints").click()
     rows.first.get_by_role("link", name="Resume from here").click()
@@ -277,9 +278,13 @@ def test_submit_a_run_watch_it_live_and_download_a_checkpoint(server, desktop, t
     expect(field(page, "config.ppo.n_envs")).to_have_value("16")
     expect(page.locator('[data-path="resume_from"] select').first).to_have_value(run_id)
     expect(page.locator('[data-path="resume_from"] select').nth(1)).to_have_value(str(step))
+    assert step == 20_000  # the newest checkpoint is listed first
+    expect(field(page, "config.ppo.total_steps")).to_have_value("40000")
     page.get_by_role("button", name="Start run", exact=True).click()
     page.wait_for_url(re.compile(r"/runs/(?!new\b)[^/?]+$"), timeout=90_000)
     expect(page.get_by_role("heading", name=f"{TINY_RUN['name']}-resumed")).to_be_visible()
+    progress = page.locator(".progress-label").first
+    expect(progress).to_have_text(re.compile(r"^(2\d|3\d|40),\d{3} / 40,000$"))
     expect(page.locator(".run-header .badge")).to_have_text(re.compile("queued|running|succeeded"))
 
     # The runs list shows it finished, with its progress.

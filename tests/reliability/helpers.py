@@ -138,19 +138,20 @@ def snapshot(url: str) -> Iterator[Connection]:
 
 def database_problems(url: str) -> list[str]:
     """What is inconsistent in the service's database at ``url``, in one snapshot: event
-    seqs that are not 1..last_seq, a status that is not the last status event, a finished
-    or queued run with a pid, steps that are not the newest metric step, metric counts that
-    disagree with the rows (a metric step stored twice is ruled out by the metrics' primary
-    key, on both backends). On SQLite the file must also pass ``PRAGMA integrity_check``
-    (PostgreSQL has no equivalent; its checks are the logical ones)."""
+        seqs that are not 1..last_seq, a status that is not the last status event, a finished
+        or queued run with a pid, steps that are not the newest metric step (or, before any, the
+    step it resumes from), metric counts that
+        disagree with the rows (a metric step stored twice is ruled out by the metrics' primary
+        key, on both backends). On SQLite the file must also pass ``PRAGMA integrity_check``
+        (PostgreSQL has no equivalent; its checks are the logical ones)."""
     problems = []
     with snapshot(url) as db:
         if db.dialect.name == "sqlite":
             assert db.exec_driver_sql("PRAGMA integrity_check").scalar() == "ok"
         runs = db.execute(
-            select(RunRow.id, RunRow.status, RunRow.last_seq, RunRow.pid, RunRow.steps)
+            select(RunRow.id, RunRow.status, RunRow.last_seq, RunRow.pid, RunRow.steps, RunRow.spec)
         ).all()
-        for run_id, status, last_seq, pid, steps in runs:
+        for run_id, status, last_seq, pid, steps, spec in runs:
             seqs = list(
                 db.scalars(
                     select(EventRow.seq).where(EventRow.run_id == run_id).order_by(EventRow.seq)
@@ -169,7 +170,9 @@ def database_problems(url: str) -> list[str]:
             if status in ("succeeded", "failed", "cancelled", "queued") and pid is not None:
                 problems.append(f"{run_id}: {status} with pid {pid}")
             newest = db.scalar(select(func.max(MetricRow.step)).where(MetricRow.run_id == run_id))
-            if (newest or 0) != steps:
+            # Before its first metric, a resumed run's steps are its checkpoint's step.
+            start = ((spec or {}).get("resume_from") or {}).get("step", 0) or 0
+            if (newest or start) != steps:
                 problems.append(f"{run_id}: steps {steps} but newest metric step {newest}")
         rows = {
             (run_id, key): n

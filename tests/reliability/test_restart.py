@@ -7,7 +7,11 @@ is still queued; no run is claimed twice. A warm stop checkpoints, requeues and 
 The tests share one data directory and follow each other (one story in three acts). The
 story is told once per database backend: SQLite (the data directory's file), then
 PostgreSQL (a fresh database of the session's cluster, migrated by the service itself), where
-requeueing and claiming are row locks instead of SQLite's write lock."""
+requeueing and claiming are row locks instead of SQLite's write lock.
+
+The story's run trains a built-in env; a last act (SQLite) kills the service under a MuJoCo
+Playground run, whose env states hold an ``mjx.Data``, and checks that it trains on past its
+next checkpoint."""
 
 from __future__ import annotations
 
@@ -28,7 +32,7 @@ from tests.reliability.helpers import (
     process_gone,
     wait_until,
 )
-from tests.service_harness import tiny_ppo_spec
+from tests.service_harness import tiny_cartpole_spec, tiny_ppo_spec
 
 pytestmark = pytest.mark.category("faults")
 
@@ -173,3 +177,34 @@ def test_sigterm_checkpoints_requeues_and_exits_0(story: Story) -> None:
     assert run.statuses(story.queued["id"]) == ["queued"]
     assert database_problems(run.db_url) == []
     run.client.close()
+
+
+@pytest.mark.slow
+def test_kill_9_under_a_playground_run_then_restart(tmp_path: Path) -> None:
+    data_dir = tmp_path / "data"
+    svc = ReliableService(data_dir).start()
+    try:
+        run_id = svc.submit(tiny_cartpole_spec(50_000_000, checkpoint_every_steps=64))["id"]
+        svc.wait_for(run_id, ["running"], 400, lambda r: r["steps"] > 0)  # compiled
+        newest, _ = _midway(svc, run_id, 0)
+        svc.kill()
+        svc = ReliableService(data_dir).start()
+        checkpoints = svc.checkpoints_dir(run_id)
+        svc.wait_for(run_id, ["running"], 120, lambda r: r["attempts"] >= 2)  # claimed again
+        # Requeued, resumed from its newest checkpoint, and checkpointing again after it: a
+        # resumed Playground run failed here ("unsupported dtype int64").
+        wait_until(
+            "a checkpoint after the restart",
+            lambda: (
+                checkpoint_steps(checkpoints)[-1] > newest or svc.run(run_id)["status"] != "running"
+            ),
+            timeout=300,
+        )
+        run = svc.run(run_id)
+        assert run["status"] == "running", (run["error"], svc.statuses(run_id))
+        assert svc.statuses(run_id)[-3:] == ["interrupted", "queued", "running"]
+        assert incomplete_checkpoints(checkpoints) == []
+        assert svc.client.post(f"/api/runs/{run_id}/cancel").status_code == 202
+        assert svc.wait_for(run_id, timeout=120)["status"] == "cancelled"
+    finally:
+        svc.close()

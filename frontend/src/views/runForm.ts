@@ -2,7 +2,8 @@
  * The new-run form: every field of the run spec, with defaults shown; an editable JSON
  * view submitted as is; server validation errors shown next to the field they name.
  *
- * `?resume=<run>&step=<n>` prefills from that run with `resume_from`;
+ * `?resume=<run>&step=<n>` prefills from that run with `resume_from` and a total past the
+ *   checkpoint (`resumeTotal`);
  * `?teacher=<run>&step=<n>` prefills a distillation run with that teacher.
  */
 
@@ -27,6 +28,7 @@ import {
   specFromPreset,
   type FormValue,
 } from "../form/presetFill";
+import { resumingSpec } from "../form/resumeTotal";
 import { sectionTarget, simpleField, type ErrorTarget } from "../form/formTargets";
 import { errorTarget, getPath } from "../form/specPaths";
 import { navigate } from "../nav";
@@ -457,14 +459,7 @@ export function runFormView(main: HTMLElement, { query }: RouteContext): () => v
     resume.setRuns(runsPage.items);
     if (resumeId) {
       const run = await api.getRun(resumeId);
-      // A spec stored before specs were filled from the preset trained with the defaults.
-      const preset = "preset" in run.spec ? run.spec.preset : false;
-      await loadSpec({
-        ...run.spec,
-        preset,
-        name: `${run.name}-resumed`,
-        resume_from: { run_id: run.id, step },
-      });
+      await loadSpec(resumingSpec(run, step));
     } else if (teacherId) {
       const run = await api.getRun(teacherId);
       await loadSpec({
