@@ -34,7 +34,7 @@ from server.api.deps import Services
 from server.api.events_hub import ServiceEventsHub
 from server.api.stream_hub import StreamHub
 from server.api_docs import add_docs
-from server.headers import SecurityHeaders
+from server.headers import ERROR_HEADERS, SecurityHeaders
 from server.security import COOKIE, AccessMiddleware, BodyTooLarge, token_matches
 from server.settings import Settings
 from server.spec.checker import EnvCatalogue, SpecChecker
@@ -140,7 +140,10 @@ def _add_error_handlers(app: FastAPI) -> None:
     @app.exception_handler(Exception)
     async def unexpected(request: Request, error: Exception) -> JSONResponse:
         log.exception("unhandled error on %s %s", request.method, printable(request.url.path))
-        return JSONResponse({"detail": f"internal error: {type(error).__name__}"}, 500)
+        # Starlette answers this one outside every middleware: the headers come along here.
+        return JSONResponse(
+            {"detail": f"internal error: {type(error).__name__}"}, 500, headers=ERROR_HEADERS
+        )
 
 
 def _json_safe(value: Any) -> Any:

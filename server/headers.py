@@ -46,6 +46,10 @@ def policy(directives: dict[str, str]) -> str:
     return "; ".join(f"{name} {value}" for name, value in directives.items())
 
 
+ERROR_HEADERS = {**HEADERS, "content-security-policy": policy(DASHBOARD_POLICY)}
+"""The headers of an answer made outside the middleware (Starlette's 500)."""
+
+
 class SecurityHeaders:
     """Adds ``HEADERS`` and a CSP to every HTTP response (a header the app set stays)."""
 

@@ -66,3 +66,34 @@ def test_only_the_docs_pages_allow_inline_styles_and_no_page_inline_scripts() ->
     assert dashboard["script-src"] == docs["script-src"] == "'self'"
     assert dashboard["style-src"] == "'self'" and docs["style-src"] == "'self' 'unsafe-inline'"
     assert dashboard["frame-ancestors"] == docs["frame-ancestors"] == "'none'"
+
+
+def test_an_unexpected_error_is_a_500_with_the_security_headers() -> None:
+    # Starlette sends a 500 from outside every middleware, so SecurityHeaders never sees it.
+    import asyncio
+
+    import httpx
+    from fastapi import FastAPI
+
+    from server.app import _add_error_handlers
+    from server.headers import SecurityHeaders
+
+    app = FastAPI()
+    _add_error_handlers(app)
+    app.add_middleware(SecurityHeaders)
+
+    @app.get("/boom")
+    async def boom() -> None:
+        raise RuntimeError("a bug")
+
+    async def get() -> httpx.Response:
+        transport = httpx.ASGITransport(app=app, raise_app_exceptions=False)
+        async with httpx.AsyncClient(transport=transport, base_url="http://test") as client:
+            return await client.get("/boom")
+
+    response = asyncio.run(get())
+    assert response.status_code == 500
+    assert response.json() == {"detail": "internal error: RuntimeError"}
+    assert response.headers["x-frame-options"] == "DENY"
+    assert response.headers["x-content-type-options"] == "nosniff"
+    assert "frame-ancestors 'none'" in response.headers["content-security-policy"]
