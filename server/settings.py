@@ -45,6 +45,10 @@ class Settings(BaseSettings):
     (``XLA_PYTHON_CLIENT_PREALLOCATE=false``) unless ``device_memory_fraction`` is set."""
     device_memory_fraction: float | None = Field(default=None, gt=0, le=1)
     """``XLA_PYTHON_CLIENT_MEM_FRACTION`` of every run process, when set."""
+    run_niceness: int = Field(default=10, ge=0, le=19)
+    """What a run process adds to its scheduling niceness (``os.nice``) as it starts: where
+    training keeps every core busy, the API, the supervisor and the streams are scheduled
+    before it (answers stay quick); with cores to spare it changes nothing. 0 leaves it."""
     system_metrics_seconds: float = Field(default=5.0, gt=0)
     """How often a run process samples its ``system/*`` metrics (CPU, memory, GPUs)."""
     jax_cache: Path | None = None

@@ -163,6 +163,7 @@ class RunExecution:
             f"placement: devices {','.join(self.placement.devices)}; JAX sees "
             f"{jax.device_count()} device(s); {env or 'no placement variables'}"
         )
+        self.reporter.log(f"priority: niceness {os.getpriority(os.PRIO_PROCESS, 0)}")
 
     def _with_devices(self, config: Any) -> Any:
         """The config with ``devices`` set to the run's device count, where the library's

@@ -110,6 +110,8 @@ def main(
     os.environ.update(placement.env)
     os.environ.setdefault("MUJOCO_GL", "egl")
     settings = Settings.model_validate_json(settings_json)
+    if settings.run_niceness:
+        os.nice(settings.run_niceness)
     run_dir = settings.run_dir(run_id)
     redirect_output(artifacts.logs_dir(run_dir) / artifacts.LOG_FILE)
     quiet_progress_bars()

@@ -5,6 +5,7 @@ process receives the environment that places it."""
 
 from __future__ import annotations
 
+import os
 import re
 import time
 from collections.abc import Iterator
@@ -77,6 +78,9 @@ def test_runs_get_their_devices_through_their_environment(service: Service) -> N
     assert {device_a, device_b} == {"cpu:0", "cpu:1"} and count_a == count_b == 1
     devices, count, env = _placement(service, two)
     assert devices == ["cpu:0", "cpu:1"] and count == 2
+    # Run processes yield the CPU to the API (settings.run_niceness, 10 by default).
+    logs = service.client.get(f"/api/runs/{two}/logs").text
+    assert f"priority: niceness {min(19, os.nice(0) + 10)}" in logs, logs
     assert "--xla_force_host_platform_device_count=2" in env["XLA_FLAGS"]
     assert "XLA_FLAGS" not in env_a or "device_count=2" not in env_a["XLA_FLAGS"]
     for placed in (env_a, env_b, env):  # two runs per device: no preallocation
