@@ -214,6 +214,8 @@ def _check(services: ServicesDep, request: SweepCreate) -> tuple[SweepCreate, in
     problems: list[dict[str, Any]] = []
     for path, values in checks:
         loc = ("space", path) if path is not None else ("space",)
+        if any(p["loc"][1:] == list(loc) for p in problems):
+            continue  # one problem per path: its first failing value says it
         what = (
             f"value {_short(values[path])}"
             if path is not None

@@ -187,7 +187,7 @@ def test_kill_9_under_a_playground_run_then_restart(tmp_path: Path) -> None:
         run_id = svc.submit(tiny_cartpole_spec(50_000_000, checkpoint_every_steps=64))["id"]
         svc.wait_for(run_id, ["running"], 400, lambda r: r["steps"] > 0)  # compiled
         newest, _ = _midway(svc, run_id, 0)
-        svc.kill()
+        svc.close()  # SIGKILL of the whole service, and the test's own connections closed
         svc = ReliableService(data_dir).start()
         checkpoints = svc.checkpoints_dir(run_id)
         svc.wait_for(run_id, ["running"], 120, lambda r: r["attempts"] >= 2)  # claimed again
