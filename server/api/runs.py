@@ -2,14 +2,16 @@
 
 from __future__ import annotations
 
+from collections.abc import Callable, Coroutine, Sequence
 from typing import Annotated, Any
 
-from fastapi import APIRouter, HTTPException, Query, Response
+from fastapi import APIRouter, HTTPException, Query, Request, Response
 from fastapi.exceptions import RequestValidationError
+from fastapi.routing import APIRoute
 from pydantic import ValidationError
 from starlette.concurrency import run_in_threadpool
 
-from server.api.deps import RUN_ID, RunDep, Services, ServicesDep, run_dir
+from server.api.deps import RUN_ID, RunDep, Services, ServicesDep, get_services, run_dir
 from server.api.envs import worker_variant
 from server.schemas import (
     CheckpointRef,
@@ -30,7 +32,32 @@ from server.store.run_status import RunStatus, TransitionError
 from server.store.run_store import RunFilter, RunNotFound
 from server.user_text import PlainText
 
-router = APIRouter(prefix="/runs", tags=["runs"])
+
+class _SpecRoute(APIRoute):
+    """``POST /api/runs``: when the schema refuses some of a spec's fields, the spec's
+    other problems (its config, its references) are checked too, so that one 422 lists
+    every problem, not the schema's first."""
+
+    def get_route_handler(self) -> Callable[[Request], Coroutine[Any, Any, Response]]:
+        handler = super().get_route_handler()
+        if self.name != "submit_run":
+            return handler
+
+        async def handle(request: Request) -> Response:
+            try:
+                return await handler(request)
+            except RequestValidationError as error:
+                if not isinstance(error.body, dict):  # raised by the checks, or not JSON
+                    raise
+                more = await run_in_threadpool(
+                    problems_beside_schema, get_services(request), error.body, error.errors()
+                )
+                raise RequestValidationError([*error.errors(), *more], body=error.body) from None
+
+        return handle
+
+
+router = APIRouter(prefix="/runs", tags=["runs"], route_class=_SpecRoute)
 NOT_FOUND: dict[int | str, dict[str, Any]] = {
     404: {"model": ErrorPublic, "description": "Unknown run"}
 }
@@ -149,6 +176,29 @@ def _validate(services: Services, spec: RunCreate) -> int:
     if errors:
         raise RequestValidationError(errors)
     return total
+
+
+# Fields without which the rest of a spec cannot be judged: the schema must accept them.
+_JUDGED_WITH = frozenset({"kind", "env", "network", "config", "preset"})
+
+
+def problems_beside_schema(
+    services: Services, body: dict[str, Any], schema_errors: Sequence[Any]
+) -> list[dict[str, Any]]:
+    """The problems of ``body`` that its schema errors hide: the spec without the fields
+    the schema refused, checked as a submitted one is (preset, config, references). Empty
+    when the refused fields are ones the rest depends on."""
+    refused = {e["loc"][1] if len(e["loc"]) > 1 else None for e in schema_errors}
+    if None in refused or refused & _JUDGED_WITH:
+        return []
+    try:
+        spec = RunCreate.model_validate({k: v for k, v in body.items() if k not in refused})
+        _validate(services, with_preset(services, spec))
+    except (ValidationError, HTTPException):  # e.g. a distillation spec without its teacher
+        return []
+    except RequestValidationError as error:
+        return [e for e in error.errors() if e["loc"][1] not in refused]
+    return []
 
 
 def _start_step(services: Services, spec: RunCreate) -> int:

@@ -134,6 +134,23 @@ def test_every_problem_of_a_spec_is_reported_at_once(service: Service) -> None:
     assert sorted(locs) == sorted(expected), locs
 
 
+def test_schema_and_config_problems_are_reported_together(service: Service) -> None:
+    spec = tiny_ppo_spec()
+    spec["name"] = ""  # the schema refuses it (1 to 200 characters)
+    spec["tags"] = ["ok", "bell\u0007"]  # and this (a control character)
+    spec["config"]["ppo"]["clip_range"] = 3  # PPOConfig's own check, behind the schema's
+    spec["resume_from"] = {"run_id": "0123456789ab"}  # a reference to no run
+    locs = refused_locs(service.client.post("/api/runs", json=spec))
+    assert ["body", "name"] in locs and ["body", "config", "ppo", "clip_range"] in locs, locs
+    assert ["body", "resume_from", "run_id"] in locs, locs
+    assert any(loc[:2] == ["body", "tags"] for loc in locs), locs
+    # A refused env: the config cannot be judged without it, and only the env is named.
+    spec["env"] = {"name": 3}
+    locs = refused_locs(service.client.post("/api/runs", json=spec))
+    assert ["body", "config", "ppo", "clip_range"] not in locs, locs
+    assert any(loc[:2] == ["body", "env"] for loc in locs), locs
+
+
 def test_a_sweep_base_spec_takes_the_preset(service: Service) -> None:
     body = {
         "spec": {"env": {"name": "PointReach"}, "config": {"ppo": {"total_steps": 20_000}}},
