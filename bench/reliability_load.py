@@ -56,7 +56,7 @@ def main() -> None:
                 "api_errors": len(result.errors),
                 "database_is_locked_lines": svc.output.read_text().count("database is locked"),
                 "runs": {run_id: svc.run(run_id)["status"] for run_id in ids},
-                "database_problems": database_problems(svc.db_path),
+                "database_problems": database_problems(svc.db_url),
             }
         finally:
             svc.close()

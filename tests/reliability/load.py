@@ -5,9 +5,11 @@ from __future__ import annotations
 
 import asyncio
 import json
+import multiprocessing
 import statistics
 import threading
 import time
+from concurrent.futures import ProcessPoolExecutor
 from dataclasses import dataclass, field
 from typing import Any
 
@@ -33,8 +35,7 @@ class LoadResult:
     errors: list[str]
 
     def p(self, q: float) -> float:
-        every = sorted(x for xs in self.latencies.values() for x in xs)
-        return every[min(len(every) - 1, int(q * len(every)))] if every else float("nan")
+        return _quantile(sorted(x for xs in self.latencies.values() for x in xs), q)
 
     def figures(self) -> dict[str, Any]:
         every = [x for xs in self.latencies.values() for x in xs]
@@ -46,7 +47,15 @@ class LoadResult:
             "api_mean_ms": round(1000 * statistics.fmean(every), 1) if every else None,
             "ws_clients": len(self.followers),
             "ws_events": sum(len(f.seqs) for f in self.followers),
+            "api_p99_ms_by_path": {
+                path: round(1000 * _quantile(sorted(xs), 0.99), 1)
+                for path, xs in sorted(self.latencies.items())
+            },
         }
+
+
+def _quantile(ordered: list[float], q: float) -> float:
+    return ordered[min(len(ordered) - 1, int(q * len(ordered)))] if ordered else float("nan")
 
 
 async def _follow(port: int, follower: Follower, timeout: float) -> None:
@@ -97,6 +106,14 @@ def _poll(svc: Service, run_ids: list[str], stop: threading.Event, result: LoadR
             time.sleep(0.02)
 
 
+def _follow_all(port: int, followers: list[Follower], timeout: float) -> list[Follower]:
+    async def follow_all() -> None:
+        await asyncio.gather(*(_follow(port, f, timeout) for f in followers))
+
+    asyncio.run(follow_all())
+    return followers
+
+
 def drive(
     svc: Service,
     run_ids: list[str],
@@ -105,8 +122,12 @@ def drive(
     timeout: float = 300,
 ) -> LoadResult:
     """Follows ``run_ids`` with ``clients`` websocket clients (spread evenly) and
-    ``pollers`` API pollers until every run has ended (the server closes the streams)."""
-    result = LoadResult([Follower(run_ids[i % len(run_ids)]) for i in range(clients)], {}, [])
+    ``pollers`` API pollers until every run has ended (the server closes the streams).
+
+    The followers run in a process of their own: decoding ~50k events in the pollers'
+    process held its GIL, and the pollers measured their own wait as the API's latency."""
+    followers = [Follower(run_ids[i % len(run_ids)]) for i in range(clients)]
+    result = LoadResult(followers, {}, [])
     stop = threading.Event()
     threads = [
         threading.Thread(target=_poll, args=(svc, run_ids, stop, result), daemon=True)
@@ -114,26 +135,10 @@ def drive(
     ]
     for thread in threads:
         thread.start()
-
-    async def follow_all() -> None:
-        await asyncio.gather(*(_follow(svc.port, f, timeout) for f in result.followers))
-
-    # In a thread of its own: the calling thread may already run an event loop (e.g.
-    # Playwright's, when browser tests ran earlier in the session).
-    errors: list[BaseException] = []
-
-    def run_followers() -> None:
-        try:
-            asyncio.run(follow_all())
-        except BaseException as error:
-            errors.append(error)
-
     try:
-        follower_thread = threading.Thread(target=run_followers, name="followers")
-        follower_thread.start()
-        follower_thread.join()
-        if errors:
-            raise errors[0]
+        spawn = multiprocessing.get_context("spawn")
+        with ProcessPoolExecutor(1, mp_context=spawn) as pool:
+            result.followers = pool.submit(_follow_all, svc.port, followers, timeout).result()
     finally:
         stop.set()
         for thread in threads:
