@@ -1,6 +1,7 @@
 """``GET /api/runs/{id}/checkpoints/{step}/policy?format=onnx|stablehlo`` on the shared
 finished PointReach run: the downloaded programs act as the checkpoint's policy loaded
-here (``nnx_ppo.policy.load``), a bad format is a 422 and a missing checkpoint a 404."""
+here (``nnx_ppo.policy.load``), a bad format is a 422 and a missing checkpoint a 404; and
+the same through ``Client.download_policy`` and ``nnx-ppo policy export RUN_ID``."""
 
 from __future__ import annotations
 
@@ -14,7 +15,9 @@ import numpy as np
 import onnxruntime as ort
 
 from nnx_ppo import policy
-from tests.service_harness import Service
+from nnx_ppo.client import Client
+from tests.client.helpers import nnx_ppo
+from tests.service_harness import TOKEN, Service
 
 
 def _checkpoint(service: Service, run_id: str, step: int, dest: Path) -> Path:
@@ -70,3 +73,32 @@ def test_policy_download_refusals(service: Service, finished_run: dict[str, Any]
         "/api/runs/0123456789ab/checkpoints/8000/policy", params={"format": "onnx"}
     )
     assert unknown.status_code == 404
+
+
+def test_policy_export_of_a_run_by_its_id(
+    service: Service, finished_run: dict[str, Any], tmp_path: Path
+) -> None:
+    run_id = finished_run["id"]
+    target = tmp_path / "reach.onnx"
+    result = nnx_ppo(service, "policy", "export", run_id, "--format", "onnx", "-o", str(target))
+    assert result.returncode == 0, result.stderr
+    assert result.stdout == f"{target}: run {run_id}'s policy as onnx\n"
+    served = service.client.get(
+        f"/api/runs/{run_id}/checkpoints/8000/policy", params={"format": "onnx"}, timeout=300
+    )
+    assert target.read_bytes() == served.content  # the newest checkpoint's
+
+    with Client(service.url, TOKEN) as client:  # into a folder, under the run's and step's name
+        path = client.download_policy(run_id, 8000, "stablehlo", tmp_path)
+    assert path == tmp_path / f"{run_id}-step_0000008000.stablehlo"
+    assert jax.export.deserialize(bytearray(path.read_bytes())).in_avals[0].shape[1] == 6
+
+    missing = nnx_ppo(service, "policy", "export", run_id, "--step", "5", "--format", "onnx")
+    assert missing.returncode == 2 and "-o/--output" in missing.stderr  # argparse: required
+    absent = str(tmp_path / "x.onnx")
+    missing = nnx_ppo(
+        service, "policy", "export", run_id, "--step", "5", "--format", "onnx", "-o", absent
+    )
+    assert missing.returncode == 1 and "Traceback" not in missing.stderr
+    assert missing.stderr.startswith("error: ") and "no checkpoint at step 5" in missing.stderr
+    assert not (tmp_path / "x.onnx").exists()
