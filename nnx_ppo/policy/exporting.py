@@ -142,6 +142,7 @@ def export(policy: Policy, path: str | os.PathLike[str], format: str) -> str:
     try:
         with os.fdopen(fd, "wb") as f:
             f.write(data)
+        os.chmod(tmp, 0o644)  # mkstemp's 0600 would follow the file to the robot
         os.replace(tmp, path)
     except BaseException:
         os.unlink(tmp)

@@ -10,6 +10,7 @@ normalizer holds the statistics of a first rollout, so every part of the policy 
 
 from __future__ import annotations
 
+import os
 import pickle
 import sys
 from typing import Any
@@ -37,6 +38,7 @@ CASES = {
         "lstm",
         {"lstm_size": 8, "actor_hidden_sizes": (8,), "critic_hidden_sizes": (8,)},
     ),
+    "dict": ("PointReachDict", "mlp", {"actor_hidden_sizes": (16,), "critic_hidden_sizes": (8,)}),
     # PointReachDict observes {"state": (4,), "target": (2,)}. The policy reads the key that
     # comes second in the flattened observation (as Playground's "state" follows
     # "privileged_state"), so that its normalizer statistics are a slice at an offset.
@@ -175,6 +177,8 @@ def test_loaded_and_exported_policies_act_as_the_training_network(tmp_path, case
         # The policy takes the policy key's observation alone, never the privileged one.
         assert inputs == [("obs", ["B", 2])] and outputs == ["action"]
         np.testing.assert_allclose(run_policy(pi, obs["target"]), expected, atol=TOLERANCE)
+    elif case == "dict":  # a symmetric network reads every key: one input each, sorted
+        assert inputs == [("obs/state", ["B", 4]), ("obs/target", ["B", 2])]
     else:
         assert inputs == [("obs", ["B", 6])] and outputs == ["action"]
 
@@ -243,6 +247,7 @@ def test_onnx_without_the_export_extra_says_how_to_install_it(tmp_path, monkeypa
     assert not (tmp_path / "p.onnx").exists()
     # StableHLO needs no extra.
     written = policy.export(pi, tmp_path / "p.stablehlo", "stablehlo")
+    assert os.stat(written).st_mode & 0o777 == 0o644  # readable where it is copied to
     with open(written, "rb") as f:
         assert jax.export.deserialize(bytearray(f.read())).in_avals[0].shape[1] == 6
     with pytest.raises(ValueError, match="format must be one of"):
