@@ -10,8 +10,8 @@ Both take and give flat arrays, with any batch size ``B``:
 
 The parameters and normalizer statistics are constants of the program. The ONNX model names
 its inputs ``obs`` (``obs/<key>`` for a dict), ``state_0``, ``state_1``, ... and its outputs
-``action``, ``next_state_0``, ...; the StableHLO program is ``jax.export``'s serialization
-(``jax.export.deserialize(data).call(obs, *state)`` runs it).
+``action``, ``next_state_0``, ...; the StableHLO program is ``jax.export``'s serialization, for CPUs
+and CUDA GPUs (``jax.export.deserialize(data).call(obs, *state)`` runs it).
 
 ONNX needs the ``export`` extra (``pip install 'nnx-ppo[export]'``, then
 ``pip install --no-deps jax2onnx==0.17.1``); it is imported only here, when asked for.
@@ -36,6 +36,8 @@ FORMATS = ("onnx", "stablehlo")
 SUFFIXES = {"onnx": ".onnx", "stablehlo": ".stablehlo"}
 """The usual file name ending of each format."""
 ONNX_OPSET = 23
+STABLEHLO_PLATFORMS = ("cpu", "cuda")
+"""The StableHLO program runs on these (a robot's CPU, a GPU), wherever it was exported."""
 EXTRA_HINT = (
     "pip install 'nnx-ppo[export]' && pip install --no-deps jax2onnx==0.17.1 "
     "(jax2onnx's own orbax pin conflicts with nnx-ppo's, hence --no-deps)"
@@ -88,11 +90,13 @@ def flat_program(policy: Policy) -> tuple[Callable[..., tuple[jax.Array, ...]], 
 
 
 def to_stablehlo(policy: Policy) -> bytes:
-    """The policy as a serialized ``jax.export.Exported`` with a symbolic batch axis."""
+    """The policy as a serialized ``jax.export.Exported`` with a symbolic batch axis,
+    lowered for ``STABLEHLO_PLATFORMS`` whatever the machine that exports it."""
     fn, shapes = flat_program(policy)
     (batch,) = jax.export.symbolic_shape("B")
     specs = [jax.ShapeDtypeStruct((batch, *s[1:]), jnp.float32) for s in shapes]
-    return bytes(jax.export.export(jax.jit(fn))(*specs).serialize())
+    exported = jax.export.export(jax.jit(fn), platforms=STABLEHLO_PLATFORMS)(*specs)
+    return bytes(exported.serialize())
 
 
 def to_onnx(policy: Policy) -> bytes:

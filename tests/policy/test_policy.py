@@ -149,6 +149,7 @@ def test_loaded_and_exported_policies_act_as_the_training_network(tmp_path, case
     obs_leaves = jax.tree.leaves(policy_obs)
     zeros = [np.asarray(x) for x in jax.tree.leaves(pi.initial_state(B))]
     hlo = exporting.to_stablehlo(pi)
+    assert jax.export.deserialize(bytearray(hlo)).platforms == ("cpu", "cuda")
     np.testing.assert_allclose(run_stablehlo(hlo, obs_leaves, zeros), expected, atol=TOLERANCE)
     onnx_model = exporting.to_onnx(pi)
     np.testing.assert_allclose(run_onnx(onnx_model, obs_leaves, zeros), expected, atol=TOLERANCE)
