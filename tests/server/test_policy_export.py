@@ -6,6 +6,7 @@ from __future__ import annotations
 
 import os
 import pickle
+import sys
 from pathlib import Path
 
 import jax
@@ -69,3 +70,23 @@ def test_an_export_past_its_timeout_is_stopped(tmp_path):
     with pytest.raises(PolicyExportFailed, match=r"did not finish within 0\.05 s"):
         policy_file(tmp_path, checkpoint, "onnx", spec, timeout_s=0.05)
     assert [p.name for p in (tmp_path / "archives").iterdir()] == []
+
+
+def test_the_childs_answer_names_a_missing_export_extra(tmp_path, monkeypatch):
+    # The child's entry point, run here with the export extra hidden (the API answers 501
+    # for this outcome, 500 for any other failure).
+    import multiprocessing as mp
+
+    from server.store import policy_export
+
+    spec = tiny_ppo_spec()
+    checkpoint = _old_checkpoint(tmp_path, spec)
+    monkeypatch.setitem(sys.modules, "jax2onnx", None)  # import jax2onnx raises ImportError
+    monkeypatch.setattr(policy_export.child_processes, "ignore_sigint", lambda: None)
+    monkeypatch.setenv("JAX_PLATFORMS", "cpu")
+    parent, child = mp.Pipe(duplex=False)
+    out = tmp_path / "p.onnx"
+    policy_export._export_main(child, str(checkpoint.path), "onnx", str(out), spec)
+    outcome, message = parent.recv()
+    assert outcome == "missing_extra" and "nnx-ppo[export]" in message, message
+    assert not out.exists()
