@@ -14,7 +14,8 @@ setup: $(STAMP) $(DASHBOARD)
 $(STAMP): pyproject.toml
 	$(PYTHON) -m venv $(VENV)
 	$(PY) -m pip install --quiet --upgrade pip
-	$(PY) -m pip install --quiet -e ".[test,bench,wandb,ray,menagerie]"
+	$(PY) -m pip install --quiet -e ".[test,bench,wandb,ray,menagerie,export]"
+	$(PY) -m pip install --quiet --no-deps jax2onnx==0.17.1
 	touch $(STAMP)
 
 # The dashboard: built once, served by the API from frontend/dist.

@@ -5,7 +5,12 @@ as ``ENV``); ``KEY=VALUE`` are dotted overrides (``ppo.learning_rate=3e-4``,
 ``network.actor_hidden_sizes=[64,64]``, ``env.episode_length=500``; see
 ``nnx_ppo.presets.overrides``). ``--print-config`` prints the resolved preset as JSON
 instead of training; ``--config FILE`` reads such a JSON; ``--json PATH`` writes the
-result (evaluations with their wall times) when training ends.
+result (evaluations with their wall times) when training ends; ``--out DIR`` writes
+checkpoints into ``DIR`` (every ``checkpoint_every_steps`` and at the end).
+
+``nnx-ppo policy export RUN_OR_DIR --format onnx|stablehlo -o FILE [--step S]`` writes a
+checkpoint's policy as a program that runs without nnx-ppo (``nnx_ppo.policy.exporting``):
+from a local checkpoint or directory of them, or from a run of the service by its id.
 """
 
 from __future__ import annotations
@@ -13,6 +18,7 @@ from __future__ import annotations
 import argparse
 import json
 import os
+import re
 import sys
 import time
 from typing import Any
@@ -20,6 +26,7 @@ from typing import Any
 COMMANDS = {
     "envs": "list every env; the unavailable ones with the reason",
     "train": "train an env's preset here (no service) and print its evaluations",
+    "policy": "export a checkpoint's policy (local, or a run's) as ONNX or StableHLO",
 }
 """The library's commands with their one-line help."""
 
@@ -68,6 +75,7 @@ def _train(args: argparse.Namespace) -> int:
     from rich.console import Console
 
     from nnx_ppo import envs
+    from nnx_ppo.algorithms.checkpointing import make_checkpoint_fn
     from nnx_ppo.algorithms.ppo import train_ppo
     from nnx_ppo.progress import StepRate, fields, make_progress
     from nnx_ppo.utils import enable_compilation_cache
@@ -97,7 +105,10 @@ def _train(args: argparse.Namespace) -> int:
 
     with progress:
         task = progress.add_task("training", total=total, sps="", eta="", reward="")
-        result = train_ppo(env, networks, config, log_fn=log)
+        checkpoint_fn = None if args.out is None else make_checkpoint_fn(args.out, config)
+        result = train_ppo(env, networks, config, log_fn=log, checkpoint_fn=checkpoint_fn)
+    if args.out is not None:
+        print(f"checkpoints: {os.path.abspath(args.out)}")
     if args.json is not None:
         history = [
             {"step": e["step"], "wall_s": eval_wall.get(e["step"]), **e}
@@ -113,6 +124,39 @@ def _train(args: argparse.Namespace) -> int:
         }
         with open(args.json, "w") as f:
             json.dump(report, f, indent=2)
+    return 0
+
+
+RUN_ID = re.compile(r"[0-9a-f]{12}")
+"""A service run's id (``server.api.deps.RUN_ID``)."""
+
+
+def _policy_export(args: argparse.Namespace) -> int:
+    """Exports a local checkpoint's policy, or downloads a service run's export (exit 1
+    when the service refuses or cannot be reached, as the client's commands)."""
+    source = args.source
+    if not os.path.exists(source) and RUN_ID.fullmatch(source):
+        from nnx_ppo.client import Client, ClientError, Unauthorized
+
+        try:
+            with Client(args.url, args.token) as client:
+                path = client.download_policy(source, args.step, args.format, args.output)
+        except ClientError as error:
+            message = error.cli_message() if isinstance(error, Unauthorized) else str(error)
+            print(f"error: {message}", file=sys.stderr)
+            return 1
+        print(f"{path}: run {source}'s policy as {args.format}")
+        return 0
+    if not os.path.exists(source):
+        raise ValueError(f"{source!r} is neither a directory here nor a run id of the service")
+    from nnx_ppo import policy
+
+    loaded = policy.load(source, args.step)
+    try:
+        written = policy.export(loaded, args.output, args.format)
+    except policy.MissingExtra as error:
+        raise ValueError(str(error)) from None
+    print(f"{written}: the policy of checkpoint step {loaded.step} as {args.format}")
     return 0
 
 
@@ -167,10 +211,14 @@ def main(argv: list[str] | None = None) -> int:
     train.add_argument("--print-config", action="store_true", help="print the preset as JSON")
     train.add_argument("--json", default=None, metavar="PATH", help="write the result here")
     train.add_argument(
+        "--out", default=None, metavar="DIR", help="write checkpoints here (for `policy export`)"
+    )
+    train.add_argument(
         "--cache-dir",
         default=os.environ.get("NNX_PPO_JAX_CACHE", os.path.join(".cache", "jax")),
         help="JAX persistent compilation cache directory",
     )
+    _policy_parser(sub)
     # Overrides may follow options (`train ENV --n-envs 8 ppo.learning_rate=3e-4`), which
     # a nargs="*" positional alone does not collect.
     args, extra = parser.parse_known_args(argv)
@@ -182,10 +230,38 @@ def main(argv: list[str] | None = None) -> int:
     if args.command == "envs":
         return _envs()
     try:
-        return _train(args)
-    except ValueError as error:
+        return _train(args) if args.command == "train" else _policy_export(args)
+    except (ValueError, FileNotFoundError) as error:
         print(f"error: {error}", file=sys.stderr)
         return 2
+
+
+def _policy_parser(sub: Any) -> None:
+    policy = sub.add_parser("policy", help=COMMANDS["policy"])
+    actions = policy.add_subparsers(dest="action", required=True)
+    export = actions.add_parser(
+        "export",
+        help="write a checkpoint's policy as ONNX or StableHLO",
+        description="Writes the deterministic policy of a checkpoint as a program that runs "
+        "without nnx-ppo: the observation is its first input, a recurrent policy's state "
+        "follows (inputs and outputs). See nnx_ppo.policy.exporting.",
+    )
+    export.add_argument(
+        "source",
+        metavar="RUN_OR_DIR",
+        help="a checkpoint, a directory of step_* checkpoints (nnx-ppo train --out), or a "
+        "service run's id",
+    )
+    export.add_argument("--step", type=int, default=None, help="the checkpoint (default newest)")
+    export.add_argument(
+        "--format",
+        choices=("onnx", "stablehlo"),
+        required=True,
+        help="onnx (onnxruntime) or stablehlo (a serialized jax.export program)",
+    )
+    export.add_argument("-o", "--output", required=True, metavar="FILE", help="write it here")
+    export.add_argument("--url", help="for a run id: the service (default NNX_PPO_URL)")
+    export.add_argument("--token", help="for a run id: the access token (default as `ls`)")
 
 
 if __name__ == "__main__":

@@ -1,5 +1,6 @@
 import { describe, expect, it } from "vitest";
 
+import { api } from "../src/api/client";
 import { compareCsv, csvNumber, fileSafe, seriesCsv } from "../src/charts/chartExport";
 import { keyZoom, panBy, pinchZoom, zoomBy } from "../src/charts/chartZoom";
 import { firstWallTime, toPlotData } from "../src/charts/plotData";
@@ -100,5 +101,16 @@ describe("chart zoom", () => {
     // Fingers twice as far apart: half the width, the point under them (x=100) stays put.
     expect(pinchZoom(bounds, bounds, 100, 200, 100)).toEqual({ min: 50, max: 550 });
     expect(pinchZoom(bounds, bounds, 0, 200, 100)).toEqual(bounds);
+  });
+});
+
+describe("a checkpoint's policy download", () => {
+  it("is the policy endpoint of the checkpoint, in each format", () => {
+    expect(api.policyUrl("0123456789ab", 8000, "onnx")).toBe(
+      "/api/runs/0123456789ab/checkpoints/8000/policy?format=onnx",
+    );
+    expect(api.policyUrl("0123456789ab", 0, "stablehlo")).toBe(
+      "/api/runs/0123456789ab/checkpoints/0/policy?format=stablehlo",
+    );
   });
 });

@@ -9,8 +9,10 @@ A checkpoint is one directory, ``{directory}/step_{step:010d}/``, holding
 * ``metadata.pkl``: a pickle of plain data (builtin containers, strings, numbers, numpy
   arrays; the ``TrainConfig`` with its ``LoggingLevel`` flags is the only class instance):
   the PRNG-key variables as raw key data, the rest of the ``TrainingState``
-  (``network_states``, ``env_states``, ``rng_key``, ``steps_taken``), the step and the
-  optional ``TrainConfig``.
+  (``network_states``, ``env_states``, ``rng_key``, ``steps_taken``), the step, the
+  optional ``TrainConfig`` and, for a network built by ``nnx_ppo.networks.factories``, its
+  recipe (``network_recipe``: what rebuilds it without a template; absent in checkpoints
+  written before it was recorded, None for other networks).
 
 Pytrees in ``metadata.pkl`` (env states in particular, e.g. a Playground state with an
 ``mjx.Data`` inside) are stored as nested ``(kind, ...)`` tuples that name dataclasses by
@@ -50,6 +52,7 @@ from nnx_ppo.algorithms.checkpoint_metadata import TRUSTED_STATE_MODULES as TRUS
 from nnx_ppo.algorithms.checkpoint_metadata import register_state_class as register_state_class
 from nnx_ppo.algorithms.config import TrainConfig
 from nnx_ppo.algorithms.types import TrainingState
+from nnx_ppo.networks import factories
 from nnx_ppo.utils import same_shapes
 
 _NETWORKS, _OPTIMIZER, _METADATA = "networks", "optimizer", "metadata.pkl"
@@ -133,6 +136,7 @@ def save_checkpoint(
         "optimizer_rng_keys": _encode_key_variables(opt_keys),
         **{k: encode(getattr(training_state, k), k) for k in _STATE_FIELDS},
         "config": config,
+        "network_recipe": factories.recipe_of(training_state.networks),
     }
     tmp = os.path.join(directory, f".{name}.{uuid.uuid4().hex[:8]}.tmp")
     os.mkdir(tmp)  # hidden, and never named step_*: load_checkpoint cannot mistake it
@@ -273,6 +277,22 @@ def load_networks(path: str, networks: Any) -> int:
     _restore_arrays(os.path.join(path, _NETWORKS), networks, net_arrays)
     _update_keys(networks, net_keys, key_values)
     return int(meta["step"])
+
+
+def read_network_recipe(path: str) -> dict[str, Any] | None:
+    """The recipe of a checkpoint's network (``factories.recipe_of``), or None when the
+    checkpoint records none (a network built otherwise, or a checkpoint written before
+    recipes were recorded).
+
+    Raises:
+        FileNotFoundError: If ``path`` is not a checkpoint directory.
+        ValueError: If the metadata is malformed.
+    """
+    path = os.path.abspath(os.fspath(path))
+    if not os.path.exists(os.path.join(path, _METADATA)):
+        raise FileNotFoundError(f"{path} is not a checkpoint: {_METADATA} is missing")
+    recipe = read_metadata(os.path.join(path, _METADATA)).get("network_recipe")
+    return expect(recipe, (dict, type(None)), "network_recipe")
 
 
 # --- Network and optimizer variables -------------------------------------------------------

@@ -403,6 +403,31 @@ class Client:
             os.replace(unpacked / name, target)
         return target
 
+    def download_policy(
+        self,
+        run_id: str,
+        step: int | None = None,
+        format: str = "onnx",
+        dest: str | os.PathLike[str] = ".",
+        timeout: float = 300,
+    ) -> Path:
+        """Downloads the deterministic policy of a checkpoint (the newest when ``step`` is
+        None) as a program that runs without nnx-ppo: ``format`` ``"onnx"`` or
+        ``"stablehlo"`` (see ``nnx_ppo.policy.exporting``). Written to the file ``dest``, or
+        into the folder ``dest`` as ``{run_id}-step_XXXXXXXXXX.{onnx|stablehlo}``; returns
+        its path. The service exports it on the first request (seconds; ``timeout``)."""
+        if step is None:
+            found = self.checkpoints(run_id)
+            if not found:
+                raise NotFound(404, f"run {run_id} has no checkpoint yet", "checkpoint")
+            step = found[-1].step
+        dest_path = Path(dest)
+        name = f"{run_id}-step_{int(step):010d}.{format}" if dest_path.is_dir() else ""
+        dest_path.parent.mkdir(parents=True, exist_ok=True)
+        path = f"{self._run_path(run_id)}/checkpoints/{int(step)}/policy?format={format}"
+        what = f"policy of checkpoint {step} of {run_id}"
+        return self._download(path, dest_path, what, name, timeout=timeout)
+
     def download_video(
         self, run_id: str, video_id: int, dest: str | os.PathLike[str] = "."
     ) -> Path:
@@ -472,11 +497,20 @@ class Client:
             raise api_error(response.status_code, _detail(response), what)
         return response
 
-    def _download(self, path: str, dest: Path, what: str, default_name: str = "") -> Path:
+    def _download(
+        self,
+        path: str,
+        dest: Path,
+        what: str,
+        default_name: str = "",
+        timeout: float | None = None,
+    ) -> Path:
         """Streams ``path`` to the file ``dest`` (or into the folder ``dest`` under
-        ``default_name``) through a temporary file: nothing half-written is left."""
+        ``default_name``) through a temporary file: nothing half-written is left.
+        ``timeout``: this request's, if not the client's."""
+        options: dict[str, Any] = {} if timeout is None else {"timeout": timeout}
         try:
-            with self._http.stream("GET", path) as response:
+            with self._http.stream("GET", path, **options) as response:
                 if response.status_code >= 400:
                     response.read()
                     raise api_error(response.status_code, _detail(response), what)

@@ -33,6 +33,10 @@ class PPONetwork(StatefulModule):
             has one output and ``value_estimates`` is ``[B]``.
     """
 
+    recipe: str | None = None
+    """The factory and arguments that built this network, as JSON (set by
+    ``nnx_ppo.networks.factories``; ``factories.recipe_of`` reads it); None otherwise."""
+
     def __init__(
         self,
         actor: StatefulModule,
@@ -132,6 +136,32 @@ class PPONetwork(StatefulModule):
         next_state = {"actor": actor_out.next_state, "critic": state["critic"]}
         return StatefulOutput(next_state, output, reg, metrics, sample.rollout_extras)
 
+    # -- the policy alone (nnx_ppo.policy): deterministic, the critic never runs ----------
+
+    def policy_obs_shapes(self) -> Any:
+        """The shapes of the observation the policy reads (without the batch axis): all of
+        the env's observation here."""
+        return self.obs_shapes
+
+    def policy_observation(self, obs: Any) -> Any:
+        """The part of an env observation ``obs`` that the policy reads: all of it here."""
+        return obs
+
+    def initialize_policy_state(self, batch_size: int) -> Any:
+        """The policy's (the actor's) state at the start of an episode."""
+        return self.actor.initialize_state(batch_size)
+
+    def policy_features(self, policy_obs: Any) -> jax.Array:
+        """The actor's input features from the policy's observation, ``[B, F]``."""
+        return self.actor_features(self.features(policy_obs))
+
+    def policy_action(self, state: Any, policy_obs: Any) -> tuple[Any, jax.Array]:
+        """``(next policy state, action)``: the action the network takes in eval mode
+        (``tanh`` of the distribution's mean), from the policy's observation alone."""
+        actor_out = self.actor(state, self.policy_features(policy_obs))
+        loc, _ = self.sampler.distribution(actor_out.output)
+        return actor_out.next_state, jnp.tanh(loc)
+
     def update_statistics(self, obs: Any, mask: jax.Array | None = None) -> None:
         """Updates the observation normalizer (no-op without one)."""
         if self.normalizer is not None:
@@ -180,6 +210,20 @@ class AsymmetricPPONetwork(PPONetwork):
     def critic_features(self, features: jax.Array) -> jax.Array:
         start, stop = self.value_slice
         return features[..., start:stop]
+
+    def policy_obs_shapes(self) -> Any:
+        """The shape of ``policy_obs_key``'s observation: all the policy reads."""
+        return self.obs_shapes[self.policy_obs_key]
+
+    def policy_observation(self, obs: Any) -> Any:
+        """``obs[policy_obs_key]`` of a dict observation; an array is taken to be it."""
+        return obs[self.policy_obs_key] if isinstance(obs, dict) else obs
+
+    def policy_features(self, policy_obs: Any) -> jax.Array:
+        """The policy key's features, standardized with their own slice of the
+        normalizer's statistics (as they are inside the whole observation)."""
+        x = flatten_obs(policy_obs, self.policy_obs_shapes())
+        return x if self.normalizer is None else self.normalizer.standardize(x, self.policy_slice)
 
 
 def key_slice(obs_shapes: Any, key: str, field: str) -> tuple[int, int]:

@@ -1,13 +1,18 @@
 """Factories that build the actor-critic networks the service and the examples use.
 
-Both take the run spec's ``network`` fields (minus ``kind``) as keyword arguments.
+Both take the run spec's ``network`` fields (minus ``kind``) as keyword arguments. Each
+network they build carries its recipe (``recipe_of``): the factory and the arguments that
+built it, which a checkpoint records so that ``rebuild`` can make the network again
+without a template (``nnx_ppo.policy.load``).
 """
 
 from __future__ import annotations
 
-from collections.abc import Sequence
+import json
+from collections.abc import Callable, Mapping, Sequence
 from typing import Any
 
+import numpy as np
 from flax import nnx
 
 from nnx_ppo.networks.actor_critic import AsymmetricPPONetwork, PPONetwork, key_slice
@@ -118,7 +123,7 @@ def make_mlp_actor_critic(
     critic = MLP(
         (n_critic_in, *critic_hidden, len(streams or (0,))), rngs=rngs, activation=activation
     )
-    return _assemble(
+    network = _assemble(
         obs_size,
         action_size,
         actor,
@@ -130,6 +135,18 @@ def make_mlp_actor_critic(
         streams,
         obs_keys=keys,
     )
+    fields = {
+        "actor_hidden_sizes": actor_hidden,
+        "critic_hidden_sizes": critic_hidden,
+        "normalize_obs": normalize_obs,
+        "activation": activation,
+        "entropy_weight": entropy_weight,
+        "min_std": min_std,
+        "reward_streams": streams,
+        "policy_obs_key": policy_obs_key,
+        "value_obs_key": value_obs_key,
+    }
+    return _with_recipe(network, "mlp", obs_size, action_size, fields)
 
 
 def _obs_keys(
@@ -207,9 +224,20 @@ def make_lstm_actor_critic(
         LSTM(n_in, lstm_size, rngs=rngs),
         MLP((lstm_size, *critic_hidden, len(streams or (0,))), rngs=rngs, activation=activation),
     )
-    return _assemble(
+    network = _assemble(
         obs_size, action_size, actor, critic, rngs, normalize_obs, entropy_weight, min_std, streams
     )
+    fields = {
+        "lstm_size": lstm_size,
+        "actor_hidden_sizes": actor_hidden,
+        "critic_hidden_sizes": critic_hidden,
+        "normalize_obs": normalize_obs,
+        "activation": activation,
+        "entropy_weight": entropy_weight,
+        "min_std": min_std,
+        "reward_streams": streams,
+    }
+    return _with_recipe(network, "lstm", obs_size, action_size, fields)
 
 
 def _assemble(
@@ -255,3 +283,59 @@ def _check_streams(streams: Sequence[str] | None) -> tuple[str, ...] | None:
             f"reward_streams must be None or a list of distinct stream names, got {streams!r}"
         )
     return names
+
+
+# --- Recipes: what rebuilds a network -------------------------------------------------------
+
+FACTORIES: dict[str, Callable[..., PPONetwork]] = {
+    "mlp": make_mlp_actor_critic,
+    "lstm": make_lstm_actor_critic,
+}
+"""The factories by the ``kind`` a run spec's ``network`` names them with."""
+_RECIPE_KEYS = {"kind", "obs_size", "action_size", "fields"}
+
+
+def _with_recipe(
+    network: PPONetwork, kind: str, obs_size: Any, action_size: int, fields: dict[str, Any]
+) -> PPONetwork:
+    """``network`` with its recipe as a JSON string (a static attribute of the module, so
+    that copies made by ``nnx.split`` / ``nnx.merge`` keep it). A value JSON cannot hold
+    leaves the network without a recipe: it then needs a template to be loaded."""
+    recipe = {"kind": kind, "obs_size": obs_size, "action_size": action_size, "fields": fields}
+    try:
+        network.recipe = json.dumps(recipe, sort_keys=True, default=_plain, allow_nan=False)
+    except (TypeError, ValueError):
+        network.recipe = None
+    return network
+
+
+def _plain(value: Any) -> Any:
+    if isinstance(value, np.integer | np.floating | np.bool_):
+        return value.item()
+    raise TypeError(f"{type(value).__name__} is not JSON")
+
+
+def recipe_of(network: Any) -> dict[str, Any] | None:
+    """``{"kind", "obs_size", "action_size", "fields"}`` of a network built by a factory
+    here (plain data: dicts, lists, strings, numbers), else None."""
+    recipe = getattr(network, "recipe", None)
+    return json.loads(recipe) if isinstance(recipe, str) else None
+
+
+def rebuild(recipe: Mapping[str, Any]) -> PPONetwork:
+    """A new network made from ``recipe`` (``recipe_of``'s dict), with fresh parameters.
+
+    Raises:
+        ValueError: If the recipe is malformed or its factory refuses it (the message
+            names what).
+    """
+    if not isinstance(recipe, Mapping) or set(recipe) != _RECIPE_KEYS:
+        raise ValueError(f"malformed network recipe {recipe!r}")
+    factory = FACTORIES.get(recipe["kind"])
+    fields = recipe["fields"]
+    if factory is None or not isinstance(fields, Mapping):
+        raise ValueError(f"malformed network recipe {dict(recipe)!r}")
+    try:
+        return factory(recipe["obs_size"], recipe["action_size"], rngs=nnx.Rngs(0), **fields)
+    except TypeError as error:  # an argument the factory does not take
+        raise ValueError(f"network recipe {dict(recipe)!r} cannot be built: {error}") from None

@@ -80,10 +80,17 @@ class Normalizer(StatefulModule):
 
     def normalize(self, obs: Any) -> jax.Array:
         """Flattened, standardized and clipped observations, ``[..., features]``."""
-        x = flatten_obs(obs, self.shapes)
-        var = self.m2[...] / jnp.maximum(self.count[...], 1.0)
-        std = jnp.maximum(jnp.sqrt(var), self.std_min)
-        return jnp.clip((x - self.mean[...]) / std, -self.clip, self.clip)
+        return self.standardize(flatten_obs(obs, self.shapes))
+
+    def standardize(self, x: jax.Array, features: tuple[int, int] | None = None) -> jax.Array:
+        """Standardized and clipped flat features ``x``, ``[..., n]``: all of them, or the
+        ``(start, stop)`` slice ``features`` of them alone (each feature has its own
+        statistics, so a slice standardizes as it does inside the whole)."""
+        mean, m2 = self.mean[...], self.m2[...]
+        if features is not None:
+            mean, m2 = mean[features[0] : features[1]], m2[features[0] : features[1]]
+        std = jnp.maximum(jnp.sqrt(m2 / jnp.maximum(self.count[...], 1.0)), self.std_min)
+        return jnp.clip((x - mean) / std, -self.clip, self.clip)
 
     def __call__(self, state: Any, obs: Any, rollout_extras: Any = None) -> StatefulOutput:
         return StatefulOutput(state, self.normalize(obs), zero_loss(), {}, None)

@@ -21,7 +21,7 @@ from __future__ import annotations
 import dataclasses
 import functools
 import math
-from collections.abc import Callable, Iterator, Mapping
+from collections.abc import Iterator, Mapping
 from typing import Any
 
 from flax import nnx
@@ -167,11 +167,7 @@ def make_networks(
     """Builds a network from a spec ``{"kind": "mlp" | "lstm", **factory fields}``."""
     fields = dict(network)
     kind = fields.pop("kind", "mlp")
-    known: dict[str, Callable[..., StatefulModule]] = {
-        "mlp": factories.make_mlp_actor_critic,
-        "lstm": factories.make_lstm_actor_critic,
-    }
-    factory = known.get(kind)
+    factory = factories.FACTORIES.get(kind)
     if factory is None:
         raise ValueError(f"network kind must be 'mlp' or 'lstm', got {kind!r}")
     return factory(obs_size, action_size, rngs=nnx.Rngs(seed), **fields)

@@ -35,10 +35,7 @@ from nnx_ppo.algorithms.types import LoggingLevel
 from nnx_ppo.networks import factories
 
 _SECTIONS: dict[str, type] = {"ppo": PPOConfig, "eval": EvalConfig, "video": VideoConfig}
-_FACTORIES: dict[str, Callable[..., Any]] = {
-    "mlp": factories.make_mlp_actor_critic,
-    "lstm": factories.make_lstm_actor_critic,
-}
+_FACTORIES: dict[str, Callable[..., Any]] = dict(factories.FACTORIES)
 
 
 class OverrideError(ValueError):

@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from typing import Annotated
+from typing import Annotated, Literal
 
 from fastapi import APIRouter, HTTPException, Query
 from fastapi.responses import FileResponse, PlainTextResponse
@@ -10,8 +10,8 @@ from starlette.concurrency import run_in_threadpool
 
 from server.api.deps import RunDep, ServicesDep, run_dir
 from server.api.runs import NOT_FOUND
-from server.schemas import CheckpointList, CheckpointPublic, VideoList, VideoPublic
-from server.store import artifacts
+from server.schemas import CheckpointList, CheckpointPublic, ErrorPublic, VideoList, VideoPublic
+from server.store import artifacts, policy_export
 from server.store.run_store import video_public
 
 router = APIRouter(prefix="/runs", tags=["artifacts"])
@@ -71,6 +71,49 @@ def get_checkpoint(run: RunDep, step: int, services: ServicesDep) -> FileRespons
         raise HTTPException(404, f"run {run.id} has no checkpoint at step {step}") from None
     return FileResponse(
         archive, media_type="application/gzip", filename=f"{run.id}-{checkpoint.path.name}.tar.gz"
+    )
+
+
+@router.get(
+    "/{run_id}/checkpoints/{step}/policy",
+    response_class=FileResponse,
+    responses={
+        404: {"model": ErrorPublic, "description": "Unknown run, or no checkpoint at this step"},
+        200: {
+            "content": {"application/octet-stream": {}},
+            "description": "The checkpoint's deterministic policy as a program that runs "
+            "without nnx-ppo (exported on the first request, then kept): an ONNX model "
+            "(onnxruntime) or a serialized jax.export program (StableHLO). Inputs: the "
+            "observation ([B, ...]; an asymmetric network's policy key only), then a "
+            "recurrent policy's state; outputs: the action, then the next state.",
+        },
+        500: {"model": ErrorPublic, "description": "The export failed"},
+        501: {"model": ErrorPublic, "description": "The service lacks the export extra"},
+    },
+)
+def get_policy(
+    run: RunDep,
+    step: int,
+    services: ServicesDep,
+    format: Annotated[
+        Literal["onnx", "stablehlo"], Query(description="onnx, or stablehlo (jax.export)")
+    ],
+) -> FileResponse:
+    directory = run_dir(services, run)
+    checkpoint = artifacts.find_checkpoint(directory, step) if 0 <= step < 10**10 else None
+    if checkpoint is None:
+        raise HTTPException(404, f"run {run.id} has no checkpoint at step {step}")
+    try:
+        path = policy_export.policy_file(directory, checkpoint, format, run.spec)
+    except artifacts.OutsideRunDir:
+        raise HTTPException(404, f"run {run.id} has no checkpoint at step {step}") from None
+    except policy_export.PolicyExportFailed as error:
+        raise HTTPException(501 if error.missing_extra else 500, str(error)) from None
+    suffix = policy_export.FORMATS[format]
+    return FileResponse(
+        path,
+        media_type="application/octet-stream",
+        filename=f"{run.id}-{checkpoint.path.name}{suffix}",
     )
 
 

@@ -9,6 +9,7 @@ straight and resumed runs execute the very same program.
 from __future__ import annotations
 
 import dataclasses
+import json
 import os
 import pickle
 from typing import Any
@@ -176,6 +177,11 @@ def test_checkpoint_layout_follows_the_contract(tmp_path):
     assert meta["step"] == 96
     assert meta["config"] == CONFIG
     assert {"network_states", "env_states", "rng_key", "steps_taken"} <= set(meta)
+    # What rebuilds the network without a template (nnx_ppo.policy.load): plain data.
+    recipe = meta["network_recipe"]
+    assert (recipe["kind"], recipe["obs_size"], recipe["action_size"]) == ("mlp", 6, 2)
+    assert recipe["fields"]["actor_hidden_sizes"] == [8] and json.loads(json.dumps(recipe))
+    assert checkpointing.read_network_recipe(path) == recipe
     ((key_path, impl, data),) = meta["network_rng_keys"]
     assert key_path == ("sampler", "rngs", "default", "key")
     assert impl == "threefry2x32" and data.dtype == np.uint32

@@ -131,7 +131,7 @@ def test_help_lists_every_command(capsys: pytest.CaptureFixture[str]) -> None:
     assert exited.value.code == 0
     listed = {line.split()[0] for line in out.splitlines() if re.match(r"    \S", line)}
     expected = {"serve", "worker", "envs", "train", "submit", "ls", "watch", "logs"}
-    expected |= {"cancel", "delete", "pull", "export", "sweep"}
+    expected |= {"cancel", "delete", "pull", "export", "sweep", "policy"}
     assert expected <= listed == set(COMMANDS), out
     for command in COMMANDS:  # and each one's own help
         with pytest.raises(SystemExit) as exited:

@@ -257,6 +257,12 @@ def test_submit_a_run_watch_it_live_and_download_a_checkpoint(server, desktop, t
     with tarfile.open(archive, "r:gz") as tar:
         tops = {name.split("/", 1)[0] for name in tar.getnames()}
     assert tops == {f"step_{step:010d}"}
+    # Its policy, as the service exports it (GET .../policy, tested in tests/client).
+    for format, label in (("onnx", "ONNX policy"), ("stablehlo", "StableHLO policy")):
+        link = rows.first.get_by_role("link", name=label)
+        policy_url = f"/api/runs/{run_id}/checkpoints/{step}/policy?format={format}"
+        expect(link).to_have_attribute("href", policy_url)
+        expect(link).to_have_attribute("download", f"{run_id}-step_{step:010d}.{format}")
     screenshot(page, "run-page-checkpoints")
 
     # "Use as teacher" opens the form as a distillation run with this run as the teacher.

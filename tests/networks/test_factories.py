@@ -8,6 +8,7 @@ import numpy as np
 import pytest
 from flax import nnx
 
+from nnx_ppo.networks import factories
 from nnx_ppo.networks.factories import make_lstm_actor_critic, make_mlp_actor_critic
 from nnx_ppo.networks.types import PPONetworkOutput
 
@@ -147,3 +148,46 @@ def test_bad_obs_size_raises_value_error_naming_the_field(kind, obs_size):
 def test_bool_action_size_is_rejected():
     with pytest.raises(ValueError, match="action_size"):
         make_mlp_actor_critic(6, True, rngs=nnx.Rngs(0), **TINY)
+
+
+def _layout(network) -> dict[str, tuple[int, ...]]:
+    flat = nnx.to_flat_state(nnx.state(network, nnx.Param))
+    return {"/".join(map(str, path)): tuple(v.get_value().shape) for path, v in flat}
+
+
+@pytest.mark.parametrize(
+    ("kind", "obs_size", "extra"),
+    [
+        ("mlp", (2, 3), {"reward_streams": ("a", "b"), "activation": "tanh"}),
+        ("mlp", DICT_SIZE, {"policy_obs_key": "target", "value_obs_key": "state"}),
+        ("lstm", DICT_SIZE, {"normalize_obs": False, "min_std": 0.1}),
+    ],
+)
+def test_a_network_rebuilds_from_its_recipe(kind, obs_size, extra):
+    network = FACTORIES[kind](obs_size, **extra)
+    recipe = factories.recipe_of(network)
+    assert (recipe["kind"], recipe["action_size"]) == (kind, ACTIONS)
+    assert nnx.clone(network).recipe == network.recipe  # copies keep it
+    rebuilt = factories.rebuild(recipe)
+    assert type(rebuilt) is type(network)
+    assert _layout(rebuilt) == _layout(network)
+    assert rebuilt.obs_shapes == network.obs_shapes
+    assert rebuilt.value_streams == network.value_streams
+    assert rebuilt.sampler.min_std == network.sampler.min_std
+    assert (rebuilt.normalizer is None) == (network.normalizer is None)
+    assert factories.recipe_of(rebuilt) == recipe
+    if kind == "mlp":
+        assert rebuilt.actor.activation == network.actor.activation
+
+
+def test_malformed_recipes_are_refused():
+    recipe = factories.recipe_of(FACTORIES["mlp"](6))
+    with pytest.raises(ValueError, match="malformed network recipe"):
+        factories.rebuild({**recipe, "kind": "transformer"})
+    with pytest.raises(ValueError, match="malformed network recipe"):
+        factories.rebuild({k: v for k, v in recipe.items() if k != "fields"})
+    with pytest.raises(ValueError, match=r"cannot be built.*lstm_size"):
+        factories.rebuild({**recipe, "fields": {**recipe["fields"], "lstm_size": 8}})
+    with pytest.raises(ValueError, match="actor_hidden_sizes"):
+        factories.rebuild({**recipe, "fields": {**recipe["fields"], "actor_hidden_sizes": [0]}})
+    assert factories.recipe_of(object()) is None

@@ -10,6 +10,7 @@ import type { Run, RunSpec, SweepCreate, SweepDetail, Sweep } from "./types";
 
 export type RunFilters = QueryOf<"/api/runs", "get">;
 export type MetricsQuery = QueryOf<"/api/runs/{run_id}/metrics", "get">;
+export type PolicyFormat = QueryOf<"/api/runs/{run_id}/checkpoints/{step}/policy", "get">["format"];
 
 /** A page of the runs list, and the service event seq it was read at (`WS /api/events`). */
 export interface RunPage {
@@ -54,6 +55,11 @@ export const api = {
       withQuery(fillPath("/api/runs/{run_id}/metrics", "get", { run_id }), { ...query }),
     ),
   metricsCsvUrl: (run_id: string) => fillPath("/api/runs/{run_id}/metrics.csv", "get", { run_id }),
+  /** A checkpoint's policy as a program that runs without nnx-ppo (exported on request). */
+  policyUrl: (run_id: string, step: number, format: PolicyFormat) =>
+    withQuery(fillPath("/api/runs/{run_id}/checkpoints/{step}/policy", "get", { run_id, step }), {
+      format,
+    }),
   videos: (run_id: string) =>
     requestJson<ResponseOf<"/api/runs/{run_id}/videos", "get">>(
       "GET",

@@ -1,5 +1,6 @@
 /** The run page's panels besides the charts: videos, checkpoints, config, logs. */
 
+import { api, type PolicyFormat } from "../api/client";
 import { decodeNumber, formatBytes, formatNumber } from "../api/numbers";
 import type { Checkpoint, Run, Video } from "../api/types";
 import { h, timeAgo } from "../dom";
@@ -98,6 +99,7 @@ export function renderCheckpoints(box: HTMLElement, run: Run, checkpoints: Check
                   },
                   "Download",
                 ),
+                policyLinks(run.id, c.step),
                 h(
                   "a",
                   { href: `/runs/new?teacher=${id}&step=${c.step}`, class: "button secondary" },
@@ -113,6 +115,27 @@ export function renderCheckpoints(box: HTMLElement, run: Run, checkpoints: Check
           ),
         ),
       ),
+    ),
+  );
+}
+
+/** The checkpoint's policy, exported by the service on the first click (seconds). */
+function policyLinks(runId: string, step: number): HTMLElement[] {
+  const name = `${runId}-step_${String(step).padStart(10, "0")}`;
+  const formats: [PolicyFormat, string, string][] = [
+    ["onnx", "ONNX policy", "onnxruntime and any ONNX runtime"],
+    ["stablehlo", "StableHLO policy", "jax.export.deserialize(...).call(obs, *state)"],
+  ];
+  return formats.map(([format, label, runsUnder]) =>
+    h(
+      "a",
+      {
+        href: api.policyUrl(runId, step, format),
+        download: `${name}.${format}`,
+        class: "button secondary",
+        title: `The deterministic policy of this checkpoint, to run without nnx-ppo (${runsUnder})`,
+      },
+      label,
     ),
   );
 }
