@@ -97,7 +97,9 @@ def _train(args: argparse.Namespace) -> int:
 
     with progress:
         task = progress.add_task("training", total=total, sps="", eta="", reward="")
-        result = train_ppo(env, networks, config, log_fn=log)
+        result = train_ppo(
+            env, networks, config, log_fn=log, randomization_fn=preset.randomization_fn()
+        )
     if args.json is not None:
         history = [
             {"step": e["step"], "wall_s": eval_wall.get(e["step"]), **e}
