@@ -53,10 +53,10 @@ def tiny_preset(name: str) -> Any:
 
 
 def check_env(name: str, *, render: bool = True) -> dict[str, Any]:
-    """Loads ``name`` and trains ``TINY_ITERATIONS`` tiny iterations from its preset (a
-    checkpoint after each); restores the first checkpoint, trains on from it to the same
-    step and checkpoints again, as a resumed run does, and reads that checkpoint back; then
-    (where the env renders) renders one frame.
+    """Loads ``name`` and trains ``TINY_ITERATIONS`` tiny iterations from its preset (with
+    its domain randomization, where it has one; a checkpoint after each); restores the first
+    checkpoint, trains on from it to the same step and checkpoints again, as a resumed run
+    does, and reads that checkpoint back; then (where the env renders) renders one frame.
 
     Timing: ``compile_s`` is the first iteration's wall time less a steady one
     (``iteration_s``, the second iteration's, its checkpoint included).
@@ -98,6 +98,7 @@ def check_env(name: str, *, render: bool = True) -> dict[str, Any]:
     def networks(seed: int) -> Any:
         return preset.make_networks(env.observation_size, env.action_size, seed)
 
+    randomization_fn = preset.randomization_fn()  # Playground's randomizer, where it has one
     with tempfile.TemporaryDirectory() as first_dir, tempfile.TemporaryDirectory() as again_dir:
         logged: list[float] = []
         start = time.perf_counter()
@@ -108,6 +109,7 @@ def check_env(name: str, *, render: bool = True) -> dict[str, Any]:
             seed=0,
             log_fn=lambda metrics, step: logged.append(time.perf_counter()),
             checkpoint_fn=make_checkpoint_fn(first_dir, preset.config),
+            randomization_fn=randomization_fn,
         )
         final = nnx.state(result.training_state.networks, nnx.Param)
         jax.block_until_ready(final)
@@ -125,6 +127,7 @@ def check_env(name: str, *, render: bool = True) -> dict[str, Any]:
             seed=0,
             initial_state=restored["training_state"],
             checkpoint_fn=make_checkpoint_fn(again_dir, preset.config),
+            randomization_fn=randomization_fn,
         )
         last_step = sorted(Path(again_dir).glob("step_*"))[-1]
         template = training_state_for(env, networks(2), preset.config)

@@ -5,8 +5,9 @@ not import JAX); ``nnx_ppo.envs.load`` uses it to refuse, with the fix, an env w
 Menagerie assets are missing, before MuJoCo Playground would ``git clone`` them.
 
 ``PLAYGROUND_ENVS`` is MuJoCo Playground 0.2.0's ``registry.ALL_ENVS`` (in its order) with
-the family of each env and the Menagerie folders its model reads; a test checks it against
-the installed Playground.
+the family of each env and the Menagerie folders its model reads, and ``RANDOMIZED_ENVS``
+the envs it has a domain randomizer for; a test checks both against the installed
+Playground.
 
 Menagerie: Playground's locomotion and manipulation envs read robot models from MuJoCo
 Menagerie; ``nnx_ppo.menagerie`` finds them (``$NNX_PPO_MENAGERIE_DIR``, Playground's own
@@ -99,6 +100,26 @@ PLAYGROUND_FAMILIES: dict[str, str] = {
 
 MENAGERIE_ASSETS: dict[str, tuple[str, ...]] = {**_LOCOMOTION, **_MANIPULATION}
 """Env name -> the Menagerie folders it needs; envs not listed need no Menagerie."""
+
+RANDOMIZED_ENVS: tuple[str, ...] = (
+    "BerkeleyHumanoidJoystickFlatTerrain",
+    "BerkeleyHumanoidJoystickRoughTerrain",
+    "G1JoystickFlatTerrain",
+    "G1JoystickRoughTerrain",
+    "Go1JoystickFlatTerrain",
+    "Go1JoystickRoughTerrain",
+    "Go1Getup",
+    "Go1Handstand",
+    "Go1Footstand",
+    "T1JoystickFlatTerrain",
+    "T1JoystickRoughTerrain",
+    "LeapCubeReorient",
+    "LeapCubeRotateZAxis",
+    "AeroCubeRotateZAxis",
+)
+"""The envs that have a domain randomizer in MuJoCo Playground, in ``registry.ALL_ENVS``
+order (``registry.get_domain_randomizer``; ``nnx_ppo.envs.randomization.randomizer`` loads
+it)."""
 
 
 def env_names() -> list[str]:

@@ -106,7 +106,14 @@ def _train(args: argparse.Namespace) -> int:
     with progress:
         task = progress.add_task("training", total=total, sps="", eta="", reward="")
         checkpoint_fn = None if args.out is None else make_checkpoint_fn(args.out, config)
-        result = train_ppo(env, networks, config, log_fn=log, checkpoint_fn=checkpoint_fn)
+        result = train_ppo(
+            env,
+            networks,
+            config,
+            log_fn=log,
+            checkpoint_fn=checkpoint_fn,
+            randomization_fn=preset.randomization_fn(),
+        )
     if args.out is not None:
         print(f"checkpoints: {os.path.abspath(args.out)}")
     if args.json is not None:

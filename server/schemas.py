@@ -24,6 +24,14 @@ class EnvSpec(BaseModel):
     overrides: JsonObject = Field(
         default_factory=dict, description="Config overrides of the env (MuJoCo Playground)."
     )
+    randomize: bool | None = Field(
+        default=None,
+        description="Domain randomization, as MuJoCo Playground trains the env: each training "
+        "env steps its own variant of the robot's model (friction, masses, ...; Playground's "
+        "randomizer for the env), evaluation the nominal one. Only for envs with a randomizer "
+        "(GET /api/envs: domain_randomizer). Default: the preset's (on where there is a "
+        'randomizer); off with "preset": false. The stored spec holds true or false.',
+    )
 
 
 class NetworkSpec(BaseModel):
@@ -256,6 +264,11 @@ class EnvPublic(BaseModel):
     available: bool = Field(default=True, description="False when the env cannot load here.")
     reason: str | None = Field(default=None, description="Why it is not available, and the fix.")
     reward_streams: list[str] | None = None
+    domain_randomizer: bool = Field(
+        default=False,
+        description="MuJoCo Playground has a domain randomizer for it (a run spec's "
+        "env.randomize may be true).",
+    )
 
 
 class PresetPublic(BaseModel):

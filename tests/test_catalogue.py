@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+import contextlib
+import io
 import subprocess
 import sys
 from pathlib import Path
@@ -26,6 +28,9 @@ def test_catalogue_matches_the_installed_registry_and_builtins():
     # Every locomotion/manipulation env runs Playground's ensure_menagerie_exists.
     assert set(catalogue.MENAGERIE_ASSETS) == set(locomotion.ALL_ENVS) | set(manipulation.ALL_ENVS)
     assert tuple(envs.BUILTIN_ENVS) == catalogue.BUILTIN_ENV_NAMES
+    with contextlib.redirect_stdout(io.StringIO()):  # it prints a line for each env without
+        randomized = [n for n in registry.ALL_ENVS if registry.get_domain_randomizer(n)]
+    assert list(catalogue.RANDOMIZED_ENVS) == randomized
     assert envs.available_envs() == catalogue.env_names()
 
 

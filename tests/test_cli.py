@@ -52,7 +52,7 @@ def test_train_prints_the_resolved_preset_with_overrides(capsys):
     argv = ["train", "PointReach", "--n-envs", "32", "ppo.learning_rate=3e-4", "seed=3"]
     assert main([*argv, "network.actor_hidden_sizes=[8,8]", "--print-config"]) == 0
     printed = json.loads(capsys.readouterr().out)
-    assert printed["env"] == {"name": "PointReach", "overrides": {}}
+    assert printed["env"] == {"name": "PointReach", "overrides": {}, "randomize": False}
     ppo = printed["config"]["ppo"]
     # --n-envs 32 halves the preset's 64 envs and so its 4 minibatches.
     assert (ppo["n_envs"], ppo["n_minibatches"], ppo["learning_rate"]) == (32, 2, 3e-4)

@@ -3,6 +3,7 @@ import { describe, expect, it } from "vitest";
 import type { EnvPreset } from "../src/api/types";
 import { createPresetFiller, formSpec, presetSummary, specFromPreset } from "../src/form/presetFill";
 import { NETWORK_FIELDS, configSections } from "../src/form/fields";
+import { randomizeState } from "../src/form/randomizeField";
 
 /** GET /api/envs/Go1JoystickFlatTerrain/preset?variant=cpu, as the service answers it. */
 const GO1: EnvPreset = {
@@ -16,7 +17,7 @@ const GO1: EnvPreset = {
     "num_resets_per_eval=10 (each finished env is reset)",
   ],
   spec: {
-    env: { name: "Go1JoystickFlatTerrain", overrides: { episode_length: 1000 } },
+    env: { name: "Go1JoystickFlatTerrain", overrides: { episode_length: 1000 }, randomize: true },
     network: {
       kind: "mlp",
       actor_hidden_sizes: [512, 256, 128],
@@ -84,6 +85,12 @@ describe("filling the New Run form from an env's preset", () => {
     });
     expect(presetSummary(GO1)).toContain("Go1JoystickFlatTerrain preset (MuJoCo Playground");
     expect(presetSummary(GO1)).toContain("num_resets_per_eval");
+    expect(presetSummary(GO1)).toContain("with Playground's domain randomization");
+    const plain = {
+      ...GO1,
+      spec: { ...GO1.spec, env: { name: "Go1JoystickFlatTerrain", randomize: false } },
+    };
+    expect(presetSummary(plain)).not.toContain("randomization");
   });
 
   it("has a form field for every preset value that differs from the form's default", () => {
@@ -204,5 +211,43 @@ describe("filling the New Run form from an env's preset", () => {
       });
       expect(spec.network).toEqual({ kind: "mlp", activation: "swish" });
     }
+  });
+
+  it("sends the domain-randomization switch only where the server would not set it so", () => {
+    const base = {
+      kind: "ppo" as const,
+      env: { name: GO1.env },
+      network: { kind: "mlp" as const },
+      config: {},
+    };
+    const switchAt = (on: boolean) => [{ path: "env.randomize", value: on, libraryDefault: false }];
+    // On, as Go1's preset has it: left to the server, which records it as the preset's.
+    expect(formSpec(base, switchAt(true), GO1).env).toEqual({ name: GO1.env });
+    // Turned off: sent.
+    expect(formSpec(base, switchAt(false), GO1).env).toEqual({ name: GO1.env, randomize: false });
+    // A distillation run takes the preset's switch too.
+    const distill = formSpec({ ...base, kind: "distillation" }, switchAt(false), GO1);
+    expect(distill.env).toEqual({ name: GO1.env, randomize: false });
+    // Without the preset the server's default is off: only "on" is sent.
+    expect(formSpec(base, switchAt(true), null).env).toEqual({ name: GO1.env, randomize: true });
+    expect(formSpec(base, switchAt(false), null).env).toEqual({ name: GO1.env });
+  });
+});
+
+describe("the domain-randomization switch", () => {
+  const env = (name: string, domain_randomizer: boolean) => ({
+    name,
+    source: "playground" as const,
+    domain_randomizer,
+  });
+  it("can be turned on only for an env with a randomizer, and off always", () => {
+    expect(randomizeState(env("Go1JoystickFlatTerrain", true), false).disabled).toBe(false);
+    const cartpole = randomizeState(env("CartpoleBalance", false), false);
+    expect(cartpole).toEqual({
+      disabled: true,
+      help: "CartpoleBalance has no domain randomizer in MuJoCo Playground.",
+    });
+    expect(randomizeState(env("CartpoleBalance", false), true).disabled).toBe(false);
+    expect(randomizeState(undefined, false).disabled).toBe(false); // not listed yet
   });
 });

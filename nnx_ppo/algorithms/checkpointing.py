@@ -52,6 +52,7 @@ from nnx_ppo.algorithms.checkpoint_metadata import TRUSTED_STATE_MODULES as TRUS
 from nnx_ppo.algorithms.checkpoint_metadata import register_state_class as register_state_class
 from nnx_ppo.algorithms.config import TrainConfig
 from nnx_ppo.algorithms.types import TrainingState
+from nnx_ppo.envs import randomization
 from nnx_ppo.networks import factories
 from nnx_ppo.utils import same_shapes
 
@@ -215,11 +216,15 @@ def load_checkpoint(path: str, networks: Any, optimizer: nnx.Optimizer) -> dict[
     return {"training_state": training_state, "step": meta["step"], "config": meta["config"]}
 
 
-def checkpoint_misfits(path: str, networks: Any, n_envs: int) -> dict[str, str]:
+def checkpoint_misfits(
+    path: str, networks: Any, n_envs: int, randomized: bool | None = None
+) -> dict[str, str]:
     """What stops resuming from the checkpoint at ``path`` with ``networks`` and ``n_envs``
     envs (an addition to the seed API), without loading its arrays: ``{"network": why}``
     when the stored variables differ from the network's (names and shapes), ``{"n_envs":
-    why}`` when it holds another number of envs. Empty when it fits.
+    why}`` when it holds another number of envs, ``{"randomize": why}`` when ``randomized``
+    (a bool: whether the run resumed uses domain randomization) differs from whether its
+    envs carry model variants (``nnx_ppo.envs.randomization``). Empty when it fits.
 
     Raises:
         FileNotFoundError: If ``path`` is not a checkpoint directory.
@@ -239,12 +244,19 @@ def checkpoint_misfits(path: str, networks: Any, n_envs: int) -> dict[str, str]:
         problems["network"] = str(error)
     meta = read_metadata(os.path.join(path, _METADATA))
     try:
-        leaves = jax.tree.leaves(decode(meta["env_states"], "env_states"))
+        env_states = decode(meta["env_states"], "env_states")
+        leaves = jax.tree.leaves(env_states)
     except (IndexError, KeyError, TypeError) as e:
         raise ValueError(f"malformed checkpoint metadata in {path}: {e!r}") from e
     stored = int(np.shape(leaves[0])[0]) if leaves else n_envs
     if stored != n_envs:
         problems["n_envs"] = f"the checkpoint holds {stored} envs, not {n_envs}"
+    carried = randomization.carried_variants(env_states) is not None
+    if randomized is not None and randomized != carried:
+        problems["randomize"] = (
+            f"the checkpoint's run was trained {'with' if carried else 'without'} domain "
+            "randomization (its envs carry their model variants only then)"
+        )
     return problems
 
 

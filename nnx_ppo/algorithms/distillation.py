@@ -36,6 +36,8 @@ from nnx_ppo.algorithms.host_loop import Callbacks, LogFn, PhaseFn, StopFn, run_
 from nnx_ppo.algorithms.training import resolve_config, schedule_of
 from nnx_ppo.algorithms.types import DistillationState, RLEnv, TrainingState
 from nnx_ppo.algorithms.video import check_renderable
+from nnx_ppo.envs import randomization
+from nnx_ppo.envs.randomization import RandomizationFn
 from nnx_ppo.networks.base import StatefulModule
 from nnx_ppo.utils import same_shapes
 
@@ -119,6 +121,7 @@ def train_distillation(
     should_stop: StopFn | None = None,
     video_fn: Callable[[VideoData], None] | None = None,
     phase_fn: PhaseFn | None = None,
+    randomization_fn: RandomizationFn | None = None,
 ) -> DistillationTrainResult:
     """Distill ``teacher`` into ``student``.
 
@@ -152,6 +155,9 @@ def train_distillation(
             training there, after a checkpoint.
         video_fn: As in ``train_ppo``: called with the student's rendered episodes.
         phase_fn: As in ``train_ppo``: told each host-loop phase as it begins.
+        randomization_fn: As in ``train_ppo``: each of the ``config.distillation.n_envs``
+            envs steps its own variant of ``env``'s model (carried in its state, so a
+            resumed run steps the same ones); evaluation uses the nominal model.
 
     Returns:
         ``DistillationTrainResult`` with the final state, metrics and eval history.
@@ -169,9 +175,11 @@ def train_distillation(
     d = config.distillation
     schedule = schedule_of(config)  # validates config.devices before anything is compiled
     _check_networks(env, student if initial_state is None else initial_state.student, teacher)
+    env_states = None if initial_state is None else initial_state.env_states
+    train_env = randomization.for_training(env, randomization_fn, d.n_envs, config.seed, env_states)
     if initial_state is None:
         initial_state = new_distillation_state(
-            env,
+            train_env,
             student,
             teacher,
             d.n_envs,
@@ -184,7 +192,8 @@ def train_distillation(
     teacher_graphdef, teacher_vars = nnx.split(teacher)
 
     def step(state: DistillationState, teacher_state: Any) -> tuple[DistillationState, dict]:
-        return distillation_iteration(env, nnx.merge(teacher_graphdef, teacher_state), state, d)
+        teacher = nnx.merge(teacher_graphdef, teacher_state)
+        return distillation_iteration(train_env, teacher, state, d)
 
     callbacks = Callbacks(log_fn, checkpoint_fn, video_fn, should_stop, phase_fn)
     result = run_training(step, initial_state, teacher_vars, eval_env or env, schedule, callbacks)

@@ -51,12 +51,23 @@ def truncation_flags(env_state: Any, done: jax.Array) -> jax.Array:
     return jnp.logical_and(flag > 0.5, done)
 
 
+def reset_envs(env: RLEnv, keys: jax.Array, previous: Any = None) -> Any:
+    """Resets a batch of envs, one per key (``[B]`` keys -> ``[B]`` states): ``vmap`` of
+    ``env.reset``, or the env's own ``reset_batch(keys, previous)`` where it has one (a
+    domain-randomized env, ``nnx_ppo.envs.randomization``: env ``i`` resets on the model
+    variant ``previous`` env ``i`` carries, or on variant ``i`` without ``previous``)."""
+    reset_batch = getattr(env, "reset_batch", None)
+    if reset_batch is not None:
+        return reset_batch(keys, previous)
+    return jax.vmap(env.reset)(keys)
+
+
 def reset_done(env: RLEnv, env_state: Any, done: jax.Array, key: jax.Array) -> Any:
     """Resets the envs where ``done``; computes resets only when some env is done."""
 
     def reset_some(state: Any) -> Any:
         keys = jax.random.split(key, done.shape[0])
-        return tree_where(done, jax.vmap(env.reset)(keys), state)
+        return tree_where(done, reset_envs(env, keys, state), state)
 
     return jax.lax.cond(jnp.any(done), reset_some, lambda state: state, env_state)
 
@@ -158,7 +169,8 @@ def eval_rollout(
     logging_percentiles: tuple[int, ...] | None = None,
     logging_level: LoggingLevel = LoggingLevel.NONE,
 ) -> dict[str, jax.Array]:
-    """Runs one deterministic episode in each of ``n_envs`` fresh envs.
+    """Runs one deterministic episode in each of ``n_envs`` fresh envs (env ``i`` on model
+    variant ``i`` where ``env`` is domain-randomized, see ``reset_envs``).
 
     The policy runs in eval mode (the mean action) on a copy of ``networks``; the module
     passed in is left as it was. Each env runs until it is done or ``max_episode_length``
@@ -176,7 +188,7 @@ def eval_rollout(
     module.eval()
     graphdef, state = nnx.split(module)
     key_reset, _ = jax.random.split(key)
-    env_state = jax.vmap(env.reset)(jax.random.split(key_reset, n_envs))
+    env_state = reset_envs(env, jax.random.split(key_reset, n_envs))
     network_state = module.initialize_state(n_envs)
     zeros = jnp.zeros((n_envs,), jnp.float32)
     env_sums = _env_metric_sums(env_state, n_envs, logging_level)

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import functools
 from collections.abc import Callable
 from typing import Any
 
@@ -13,7 +14,7 @@ from flax import nnx
 from nnx_ppo.algorithms.config import PPOConfig
 from nnx_ppo.algorithms.losses import ppo_loss
 from nnx_ppo.algorithms.metrics import compute_metrics, log_weight_stats
-from nnx_ppo.algorithms.rollout import unroll_env
+from nnx_ppo.algorithms.rollout import reset_envs, unroll_env
 from nnx_ppo.algorithms.types import LoggingLevel, RLEnv, TrainingState, Transition
 from nnx_ppo.networks.actor_critic import update_statistics
 from nnx_ppo.networks.base import StatefulModule
@@ -67,7 +68,7 @@ def new_training_state(
     key = jax.random.key(seed)
     key_env, key_next = jax.random.split(key)
     key_env, key_stagger = jax.random.split(key_env)
-    env_states = jax.jit(jax.vmap(env.reset))(jax.random.split(key_env, n_envs))
+    env_states = jax.jit(functools.partial(reset_envs, env))(jax.random.split(key_env, n_envs))
     if stagger_episodes:
         env_states = _stagger(env, env_states, key_stagger, n_envs)
     tx = make_optimizer(learning_rate, gradient_clipping, weight_decay, learning_rate_decay_steps)

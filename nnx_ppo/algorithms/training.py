@@ -30,6 +30,8 @@ from nnx_ppo.algorithms.step import new_training_state, ppo_iteration
 from nnx_ppo.algorithms.streams import check_streams
 from nnx_ppo.algorithms.types import RLEnv, TrainingState
 from nnx_ppo.algorithms.video import check_renderable
+from nnx_ppo.envs import randomization
+from nnx_ppo.envs.randomization import RandomizationFn
 from nnx_ppo.networks.base import StatefulModule
 
 __all__ = [
@@ -99,6 +101,7 @@ def train_ppo(
     should_stop: StopFn | None = None,
     program_cache: ProgramCache | None = None,
     phase_fn: PhaseFn | None = None,
+    randomization_fn: RandomizationFn | None = None,
 ) -> TrainResult:
     """Train a PPO agent.
 
@@ -136,6 +139,15 @@ def train_ppo(
         phase_fn: Called with the name of each host-loop phase as it begins
             (``training``, the first including the compile; ``evaluating``;
             ``checkpointing``; ``video``), an addition to the seed API. For progress display.
+        randomization_fn: Domain randomization (an addition to the seed API), Brax's
+            ``randomization_fn(model, keys) -> (models, in_axes)`` (e.g.
+            ``nnx_ppo.envs.randomization.randomizer(name)``, MuJoCo Playground's): each of
+            the ``config.ppo.n_envs`` training envs steps its own variant of ``env``'s
+            model, made from keys split off ``config.seed``. The envs' states carry their
+            variants (``nnx_ppo.envs.randomization``), so checkpoints hold them and a run
+            resumed from ``initial_state`` steps the same ones. Evaluation and videos use
+            the nominal model unless ``eval_env`` is itself randomized (e.g.
+            ``randomization.randomize(env, fn, config.eval.n_envs, seed)``).
 
     Returns:
         TrainResult containing final TrainingState, metrics, and eval history.
@@ -146,20 +158,23 @@ def train_ppo(
         check_renderable(eval_env or env)  # before anything is compiled
     p = config.ppo
     schedule = schedule_of(config)  # validates config.devices before anything is compiled
+    env_states = None if initial_state is None else initial_state.env_states
+    train_env = randomization.for_training(env, randomization_fn, p.n_envs, config.seed, env_states)
     if initial_state is None:
         check_compatible(env, networks)
-        initial_state = training_state_for(env, networks, config)
+        initial_state = training_state_for(train_env, networks, config)
     check_n_envs(initial_state.env_states, p.n_envs, "config.ppo.n_envs")
 
     def step(state: TrainingState, _: Any) -> tuple[TrainingState, dict[str, jax.Array]]:
-        return ppo_iteration(env, state, p)
+        return ppo_iteration(train_env, state, p)
 
     callbacks = Callbacks(log_fn, checkpoint_fn, video_fn, should_stop, phase_fn)
     programs = None
     if program_cache is not None:
         same_eval_env = eval_env is None or eval_env is env
         programs = Programs(program_cache, {"algorithm": "ppo", "ppo": p}, same_eval_env)
-    result = run_training(step, initial_state, None, eval_env or env, schedule, callbacks, programs)
+    eval_env = eval_env or env  # the nominal model unless randomized by the caller
+    result = run_training(step, initial_state, None, eval_env, schedule, callbacks, programs)
     assert isinstance(result.state, TrainingState)
     return TrainResult(**result.fields())
 

@@ -10,6 +10,8 @@
   each preset's ``unmapped`` lists what did not carry over). It is the CPU variant when JAX
   runs on the CPU, the GPU variant Playground publishes otherwise; ``preset(name,
   variant=...)`` picks one, ``playground_preset`` the mapped one also for tuned envs.
+  The envs Playground trains with a domain randomizer (``catalogue.RANDOMIZED_ENVS``) have
+  ``randomize`` on.
 - The built-in envs have small presets of their own.
 
 Playground presets are built on first use (Playground's configs take seconds to import),
@@ -28,6 +30,8 @@ from flax import nnx
 
 from nnx_ppo import catalogue
 from nnx_ppo.algorithms.config import EvalConfig, PPOConfig, TrainConfig
+from nnx_ppo.envs import randomization
+from nnx_ppo.envs.randomization import RandomizationFn
 from nnx_ppo.networks import factories
 from nnx_ppo.networks.base import StatefulModule
 
@@ -47,6 +51,9 @@ class Preset:
             Brax PPO parameters).
         variant: ``"cpu"`` or ``"gpu"``: the machine it is sized for.
         unmapped: What of the source parameters this preset does not carry over, and why.
+        randomize: Train with the env's domain randomizer from MuJoCo Playground
+            (``randomization_fn``): on in the presets of the envs that have one
+            (``catalogue.RANDOMIZED_ENVS``), as Playground trains them.
     """
 
     env: str
@@ -56,18 +63,37 @@ class Preset:
     source: str = "tuned"
     variant: str = "cpu"
     unmapped: tuple[str, ...] = ()
+    randomize: bool = False
 
     def make_networks(self, obs_size: Any, action_size: int, seed: int) -> StatefulModule:
         """Builds this preset's network for an env with these sizes."""
         return make_networks(self.network, obs_size, action_size, seed)
 
+    def randomization_fn(self) -> RandomizationFn | None:
+        """The domain randomizer to train with (``train_ppo``'s ``randomization_fn``):
+        Playground's for this env when ``randomize``, else None.
+
+        Raises:
+            ValueError: If ``randomize`` is set for an env without a randomizer.
+        """
+        if not self.randomize:
+            return None
+        fn = randomization.randomizer(self.env)
+        if fn is None:
+            raise ValueError(f"env.randomize: {self.env!r} has no domain randomizer")
+        return fn
+
     def summary(self) -> dict[str, Any]:
-        """The preset as JSON in run-spec terms: ``{"env": {"name", "overrides"},
-        "network", "config": {"ppo", "eval", "checkpoint_every_steps"}, "source",
-        "variant", "unmapped"}`` (what the dashboard's New Run form fills in)."""
+        """The preset as JSON in run-spec terms: ``{"env": {"name", "overrides",
+        "randomize"}, "network", "config": {"ppo", "eval", "checkpoint_every_steps"},
+        "source", "variant", "unmapped"}`` (what the dashboard's New Run form fills in)."""
         config = self.config
         return {
-            "env": {"name": self.env, "overrides": dict(self.env_overrides)},
+            "env": {
+                "name": self.env,
+                "overrides": dict(self.env_overrides),
+                "randomize": self.randomize,
+            },
             "network": _jsonable(self.network),
             "config": {
                 "ppo": _fields(config.ppo, ("logging_level", "logging_percentiles")),

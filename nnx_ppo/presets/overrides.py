@@ -2,7 +2,7 @@
 
 A preset's JSON (``to_json``) is in run-spec terms, every config field included::
 
-    {"env": {"name", "overrides"}, "network": {"kind", ...},
+    {"env": {"name", "overrides", "randomize"}, "network": {"kind", ...},
      "config": {"ppo": {...}, "eval": {...}, "video": {...}, "seed", ...},
      "source", "variant", "unmapped"}
 
@@ -12,6 +12,7 @@ path); ``apply`` sets dotted keys on a preset:
 - ``ppo.X``, ``eval.X``, ``video.X`` and top-level ``TrainConfig`` fields (``seed``,
   ``checkpoint_every_steps``, ...): the config, type-checked against the field;
 - ``network.X``: a keyword of the network's factory (``network.kind`` picks the factory);
+- ``env.randomize``: train with the env's domain randomizer (``true``/``false``);
 - ``env.X``: an env config override (``env.episode_length=500``; the env judges it when it
   loads).
 
@@ -30,6 +31,7 @@ import typing
 from collections.abc import Callable, Iterable, Mapping
 from typing import Any
 
+from nnx_ppo import catalogue
 from nnx_ppo.algorithms.config import EvalConfig, PPOConfig, TrainConfig, VideoConfig
 from nnx_ppo.algorithms.types import LoggingLevel
 from nnx_ppo.networks import factories
@@ -68,9 +70,12 @@ def apply(preset: Any, overrides: Iterable[tuple[str, Any]]) -> Any:
     config = config_json(preset.config)
     network = dict(preset.network)
     env = dict(preset.env_overrides)
+    randomize = preset.randomize
     for key, value in overrides:
         section, _, rest = key.partition(".")
-        if section == "env" and rest:
+        if key == "env.randomize":
+            randomize = _randomize(value, preset.env)
+        elif section == "env" and rest:
             env[rest] = value
         elif section == "network" and rest:
             network[rest] = value
@@ -97,14 +102,22 @@ def apply(preset: Any, overrides: Iterable[tuple[str, Any]]) -> Any:
             follow_checkpoint="checkpoint_every_steps" not in keys,
         )
     return dataclasses.replace(
-        preset, env_overrides=env, network=check_network(network), config=train_config
+        preset,
+        env_overrides=env,
+        network=check_network(network),
+        config=train_config,
+        randomize=randomize,
     )
 
 
 def to_json(preset: Any) -> dict[str, Any]:
     """The preset as JSON (see the module docstring); ``from_json`` reads it back."""
     return {
-        "env": {"name": preset.env, "overrides": _jsonable(dict(preset.env_overrides))},
+        "env": {
+            "name": preset.env,
+            "overrides": _jsonable(dict(preset.env_overrides)),
+            "randomize": preset.randomize,
+        },
         "network": _jsonable(dict(preset.network)),
         "config": config_json(preset.config),
         "source": preset.source,
@@ -133,6 +146,9 @@ def from_json(data: Any) -> Any:
     env_overrides = env.get("overrides") or {}
     if not isinstance(env_overrides, Mapping):
         raise OverrideError("env.overrides must be an object")
+    unknown = set(env) - {"name", "overrides", "randomize"}
+    if unknown:
+        raise OverrideError(f"unknown env field(s): {', '.join(sorted(unknown))}")
     network = data.get("network") or {"kind": "mlp"}
     if not isinstance(network, Mapping):
         raise OverrideError("network must be an object")
@@ -144,7 +160,20 @@ def from_json(data: Any) -> Any:
         source=str(data.get("source", "file")),
         variant=str(data.get("variant", "cpu")),
         unmapped=tuple(str(u) for u in data.get("unmapped") or ()),
+        randomize=_randomize(env.get("randomize", False), env["name"]),
     )
+
+
+def _randomize(value: Any, env: str) -> bool:
+    """``env.randomize``: a bool, true only for an env with a domain randomizer."""
+    if not isinstance(value, bool):
+        raise OverrideError(f"env.randomize must be true or false, got {value!r}")
+    if value and env not in catalogue.RANDOMIZED_ENVS:
+        raise OverrideError(
+            f"env.randomize: {env!r} has no domain randomizer in MuJoCo Playground; "
+            f"these have one: {', '.join(catalogue.RANDOMIZED_ENVS)}"
+        )
+    return value
 
 
 def check_network(network: dict[str, Any]) -> dict[str, Any]:

@@ -34,6 +34,9 @@ manipulation}_params.brax_ppo_config(name)`` (a slow import: only here, on first
 | ``num_evals``                      | ``eval.every_steps = num_timesteps / (num_evals - 1)`` |
 |                                    | (Brax evaluates at step 0 too)                        |
 | ``num_eval_envs`` (Brax: 128)      | ``eval.n_envs``                                       |
+| ``randomization_fn`` (Playground's | ``randomize=True`` where Playground has a randomizer  |
+| ``get_domain_randomizer(name)``)   | (``catalogue.RANDOMIZED_ENVS``): each env steps its   |
+|                                    | own model variant (``nnx_ppo.envs.randomization``)    |
 
 Not mapped, and listed in each preset's ``unmapped``: ``action_repeat`` other than 1 (the
 library has no action repeat), ``num_resets_per_eval`` (the trainer resets each finished
@@ -203,6 +206,7 @@ def from_brax_params(name: str, params: Mapping[str, Any], *, cpu: bool) -> Any:
         source="playground",
         variant="cpu" if cpu else "gpu",
         unmapped=tuple(unmapped),
+        randomize=name in catalogue.RANDOMIZED_ENVS,
     )
 
 

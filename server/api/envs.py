@@ -33,7 +33,12 @@ def list_envs(services: ServicesDep) -> EnvList:
         reason = catalogue.missing_assets(name)
         entry: dict[str, Any] = {**known.get(name, {}), "details_known": name in known}
         entry.update(name=name, source=catalogue.source_of(name))
-        items.append(EnvPublic(**entry, available=reason is None, reason=reason))
+        randomizer = name in catalogue.RANDOMIZED_ENVS
+        items.append(
+            EnvPublic(
+                **entry, available=reason is None, reason=reason, domain_randomizer=randomizer
+            )
+        )
     return EnvList(items=items, total=len(items), complete=complete)
 
 

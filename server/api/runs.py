@@ -98,7 +98,15 @@ def _referenced_run(
 def with_preset(services: Services, spec: RunCreate) -> RunCreate:
     """``spec`` with the fields it leaves out taken from its env's preset
     (``server.spec.preset_fill``); as it is with ``"preset": false`` or for an env without
-    a preset (``preset`` then null)."""
+    a preset (``preset`` then null). Either way ``env.randomize`` ends up true or false
+    (without a preset: false, the library's default)."""
+    spec = _preset_filled(services, spec)
+    if spec.env.randomize is not None:
+        return spec
+    return spec.model_copy(update={"env": spec.env.model_copy(update={"randomize": False})})
+
+
+def _preset_filled(services: Services, spec: RunCreate) -> RunCreate:
     choice = spec.preset
     if choice is False:
         return spec

@@ -10,6 +10,7 @@ filled is recorded in the stored spec::
 
 Per kind:
 
+- both: ``env.randomize`` (domain randomization) when the spec leaves it out or null;
 - ``ppo``: ``env.overrides`` key by key, the network's fields (only when the spec's
   ``network.kind`` is the preset's or unset: another kind's fields do not carry over), and
   every ``config`` field. When the spec sets ``config.ppo.total_steps`` but leaves a
@@ -57,6 +58,9 @@ def fill(
         if key not in overrides:
             overrides[key] = copy.deepcopy(value)
             filled.append(f"env.overrides.{key}")
+    if out["env"].get("randomize") is None and "randomize" in preset["env"]:
+        out["env"]["randomize"] = bool(preset["env"]["randomize"])
+        filled.append("env.randomize")
     config = out.setdefault("config", {})
     if out.get("kind", "ppo") == "distillation":
         section = config.get("eval", {})

@@ -13,6 +13,7 @@ import typing
 from collections.abc import Iterator, Mapping
 from typing import Any
 
+from nnx_ppo import catalogue
 from nnx_ppo.algorithms.config import (
     DistillationConfig,
     DistillationTrainConfig,
@@ -261,6 +262,12 @@ def check_spec(
         loc: Loc = ("env", "overrides") if known else ("env", "name")
         errors.append(SpecError(loc, str(error)).as_detail())
         return errors, steps
+    if env_spec.get("randomize") and env_spec["name"] not in catalogue.RANDOMIZED_ENVS:
+        message = (
+            f"{env_spec['name']!r} has no domain randomizer in MuJoCo Playground; these "
+            f"envs have one: {', '.join(catalogue.RANDOMIZED_ENVS)}"
+        )
+        errors.append(SpecError(("env", "randomize"), message).as_detail())
     if config is not None and config.video.enabled and not callable(getattr(env, "render", None)):
         message = (
             f"the env {env_spec['name']!r} cannot be rendered (the built-in pure-JAX envs "
@@ -283,7 +290,8 @@ def check_spec(
         except (TypeError, ValueError) as error:
             errors.append(SpecError(_network_loc(where, str(error)), str(error)).as_detail())
     if resume_checkpoint is not None and config is not None and "network" in built:
-        errors += _resume_errors(resume_checkpoint, built["network"], config)
+        randomized = bool(env_spec.get("randomize"))
+        errors += _resume_errors(resume_checkpoint, built["network"], config, randomized)
     return errors, steps
 
 
@@ -304,19 +312,23 @@ def metric_keys(spec: Mapping[str, Any]) -> list[str] | None:
 
 
 def _resume_errors(
-    path: str, network: Any, config: TrainConfig | DistillationTrainConfig
+    path: str, network: Any, config: TrainConfig | DistillationTrainConfig, randomized: bool
 ) -> list[dict[str, Any]]:
-    """Errors of resuming ``config``'s run with ``network`` from the checkpoint at ``path``,
-    on the field that causes each."""
+    """Errors of resuming ``config``'s run with ``network`` (and domain randomization when
+    ``randomized``) from the checkpoint at ``path``, on the field that causes each."""
     from nnx_ppo.algorithms.checkpointing import checkpoint_misfits
 
     section = "ppo" if isinstance(config, TrainConfig) else "distillation"
     n_envs = getattr(config, section).n_envs
     try:
-        misfits = checkpoint_misfits(path, network, n_envs)
+        misfits = checkpoint_misfits(path, network, n_envs, randomized)
     except (OSError, ValueError) as error:
         return [SpecError(("resume_from",), f"cannot read the checkpoint: {error}").as_detail()]
-    locs: dict[str, Loc] = {"network": ("network",), "n_envs": ("config", section, "n_envs")}
+    locs: dict[str, Loc] = {
+        "network": ("network",),
+        "n_envs": ("config", section, "n_envs"),
+        "randomize": ("env", "randomize"),
+    }
     return [
         SpecError(locs[field], f"does not fit the checkpoint of resume_from: {why}").as_detail()
         for field, why in misfits.items()

@@ -29,6 +29,7 @@ from nnx_ppo.algorithms.program_cache import ProgramCache
 from nnx_ppo.algorithms.teacher import load_teacher
 from nnx_ppo.algorithms.training import NonFiniteError, train_ppo, training_state_for
 from nnx_ppo.algorithms.video import encode_mp4
+from nnx_ppo.envs.randomization import randomizer
 from nnx_ppo.presets import make_networks
 from nnx_ppo.utils import enable_compilation_cache
 from server.schemas import NetworkSpec
@@ -101,10 +102,12 @@ class RunExecution:
         progress.phase("compiling")
         env_spec = self.spec["env"]
         env = envs.load(env_spec["name"], env_spec.get("overrides") or {})
+        randomization_fn = self._randomizer()
         network_spec = network_fields(NetworkSpec(**self.spec["network"]).factory_fields(), env)
         networks = make_networks(network_spec, env.observation_size, env.action_size, config.seed)
         start = self._start_checkpoint()
         callbacks = {
+            "randomization_fn": randomization_fn,
             "log_fn": self._log_fn,
             "checkpoint_fn": self._checkpoint_fn(config),
             "should_stop": self._should_stop,
@@ -183,13 +186,27 @@ class RunExecution:
         cache: keyed by the env (name, overrides, Menagerie folder) and the network spec
         here, by the config, shapes and versions in the library."""
         env_spec = self.spec["env"]
-        identity = {
+        identity: dict[str, Any] = {
             "env": {"name": env_spec["name"], "overrides": env_spec.get("overrides") or {}},
             "menagerie": str(catalogue.menagerie_root(env_spec["name"])),
             "network": network_spec,
         }
+        if env_spec.get("randomize"):  # absent otherwise: earlier runs' programs still serve
+            identity["env"]["randomize"] = True
         directory = self.settings.compile_cache / "programs"
         return ProgramCache(directory, identity, log=self.reporter.log)
+
+    def _randomizer(self) -> Any:
+        """MuJoCo Playground's domain randomizer for the env with ``env.randomize``, else
+        None."""
+        name = self.spec["env"]["name"]
+        if not self.spec["env"].get("randomize"):
+            return None
+        fn = randomizer(name)
+        if fn is None:  # the spec check refuses this; a stored spec may predate it
+            raise ValueError(f"env.randomize: {name!r} has no domain randomizer")
+        self.reporter.log(f"domain randomization: MuJoCo Playground's randomizer for {name}")
+        return fn
 
     def _start_checkpoint(self) -> Path | None:
         own = self.reporter.checkpoint_input(self.run_id, None, self.run_dir)

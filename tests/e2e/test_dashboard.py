@@ -164,6 +164,37 @@ def test_a_new_run_opens_with_the_default_env_preset_and_its_page_shows_what_cam
     screenshot(page, "run-config-from-preset")
 
 
+def test_the_randomization_switch_follows_the_env_and_shows_its_error(server, desktop):
+    page, console = desktop
+    console.allow_status(422)
+    login(page, server)
+    page.goto(server.url + "/runs/new")
+    wait_for_env(page, "PointReach")
+    field(page, "env.name").select_option("PointReach")
+    switch = page.locator('[data-path="env.randomize"] input[type="checkbox"]')
+    help_line = page.locator('[data-path="env.randomize"] .field-help')
+    # PointReach has no domain randomizer: off, and it cannot be turned on.
+    expect(switch).not_to_be_checked()
+    expect(switch).to_be_disabled()
+    expect(help_line).to_have_text("PointReach has no domain randomizer in MuJoCo Playground.")
+    # A spec that has it on anyway (the JSON view, loaded into the form): it shows on, can be
+    # turned off, and the server's refusal is shown next to it.
+    page.get_by_role("tab", name="JSON").click()
+    editor = page.get_by_label("Run spec (JSON)")
+    spec = {"kind": "ppo", "env": {"name": "PointReach", "randomize": True}, "preset": False}
+    editor.fill(json.dumps(spec))
+    page.get_by_role("tab", name="Form").click()
+    expect(switch).to_be_checked()
+    expect(switch).to_be_enabled()
+    page.get_by_role("button", name="Start run", exact=True).click()
+    error = page.locator('[data-path="env.randomize"] .field-error')
+    expect(error).to_be_visible(timeout=90_000)
+    expect(error).to_contain_text("has no domain randomizer")
+    switch.uncheck()
+    expect(switch).to_be_disabled()  # off again, and stays off for this env
+    screenshot(page, "new-run-randomization-switch")
+
+
 def test_json_view_submits_the_text_as_is(server, desktop):
     page, console = desktop
     console.allow_status(422)

@@ -68,6 +68,25 @@ def test_the_json_form_reads_back_to_the_same_preset():
     assert list(again.network["reward_streams"]) == ["energy", "task"]
 
 
+def test_env_randomize_switches_the_domain_randomizer():
+    go1 = preset("Go1JoystickFlatTerrain", "cpu")
+    assert go1.randomize  # Playground's default for Go1
+    off = apply(go1, [("env.randomize", False)])
+    assert not off.randomize and off.env_overrides == go1.env_overrides  # not a config key
+    assert to_json(off)["env"]["randomize"] is False
+    assert from_json(to_json(off)).randomize is False
+    assert from_json(to_json(go1)).randomize is True
+    assert from_json({"env": {"name": "Go1JoystickFlatTerrain"}}).randomize is False
+    with pytest.raises(OverrideError, match="'PointReach' has no domain randomizer"):
+        apply(preset("PointReach"), [("env.randomize", True)])
+    with pytest.raises(OverrideError, match="must be true or false, got 'yes'"):
+        apply(go1, [("env.randomize", "yes")])
+    with pytest.raises(OverrideError, match="'CartpoleBalance' has no domain randomizer"):
+        from_json({"env": {"name": "CartpoleBalance", "randomize": True}})
+    with pytest.raises(OverrideError, match="unknown env field"):
+        from_json({"env": {"name": "PointReach", "randomise": True}})
+
+
 def test_a_bad_preset_json_names_the_field():
     with pytest.raises(OverrideError, match=r"ppo\.n_envs must be a positive integer, got -1"):
         from_json({"env": {"name": "PointReach"}, "config": {"ppo": {"n_envs": -1}}})

@@ -137,6 +137,9 @@ def test_every_registry_env_has_a_valid_preset_in_both_variants():
                 assert p.config.ppo.n_envs == params["num_envs"]
             summary = p.summary()
             assert summary["env"]["name"] == name and summary["network"]["kind"] == "mlp"
+            # Playground trains these envs with its domain randomizer; so do the presets.
+            assert p.randomize == (name in catalogue.RANDOMIZED_ENVS)
+            assert summary["env"]["randomize"] is p.randomize
             assert summary["config"]["ppo"]["n_envs"] == p.config.ppo.n_envs
 
 
@@ -152,6 +155,17 @@ def test_presets_mapping_serves_every_name_and_keeps_the_tuned_cartpole():
         preset("NoSuchEnv")
     with pytest.raises(ValueError, match="variant"):
         preset("PendulumSwingup", "tpu")
+
+
+def test_a_randomized_preset_gives_playgrounds_randomizer():
+    from mujoco_playground import registry
+
+    go1 = playground_preset("Go1JoystickFlatTerrain", "cpu")
+    assert go1.randomize and "randomiz" not in " ".join(go1.unmapped)
+    assert go1.randomization_fn() is registry.get_domain_randomizer("Go1JoystickFlatTerrain")
+    cartpole = playground_preset("CartpoleSwingup", "cpu")
+    assert not cartpole.randomize and cartpole.randomization_fn() is None
+    assert not preset("PointReach").randomize and not TUNED["CartpoleBalance"].randomize
 
 
 def test_with_overrides_rescales_minibatches():

@@ -25,6 +25,9 @@ def test_every_name_is_listed_before_any_size_is_known(tmp_path, monkeypatch):
     assert go1.available is False and "NNX_PPO_MENAGERIE_DIR" in go1.reason
     cartpole = next(e for e in listed.items if e.name == "CartpoleBalance")
     assert cartpole.available is True and cartpole.reason is None
+    # Which envs a run may randomize (env.randomize), known without loading any.
+    randomizable = [e.name for e in listed.items if e.domain_randomizer]
+    assert randomizable == list(catalogue.RANDOMIZED_ENVS) and go1.domain_randomizer
 
 
 def test_every_env_is_available_with_the_menagerie_extra(tmp_path, monkeypatch):

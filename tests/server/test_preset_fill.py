@@ -57,6 +57,19 @@ def test_a_ppo_spec_takes_every_left_out_field_and_its_cadences_follow_its_total
     assert spec["config"] == {"ppo": {"total_steps": 5_000_000}, "checkpoint_every_steps": 1000}
 
 
+def test_env_randomize_comes_from_the_preset_unless_the_spec_sets_it() -> None:
+    answer = {**ANSWER, "spec": {**ANSWER["spec"], "env": {"name": "Go1", "randomize": True}}}
+    for kind in ("ppo", "distillation"):
+        out = fill({"kind": kind, "env": {"name": "Go1"}}, set(), answer)
+        assert out["env"]["randomize"] is True and "env.randomize" in out["preset"]["filled"]
+    for given in (False, True):
+        out = fill({"env": {"name": "Go1", "randomize": given}}, set(), answer)
+        assert out["env"]["randomize"] is given and "env.randomize" not in out["preset"]["filled"]
+    out = fill({"env": {"name": "Go1", "randomize": None}}, set(), answer)  # null: the preset's
+    assert out["env"]["randomize"] is True
+    assert "randomize" not in fill({"env": {"name": "WalkerWalk"}}, set(), ANSWER)["env"]
+
+
 def test_another_network_kind_and_a_distillation_spec_take_less() -> None:
     lstm = fill({"env": {"name": "WalkerWalk"}, "network": {"kind": "lstm"}}, {"kind"}, ANSWER)
     assert lstm["network"] == {"kind": "lstm"}

@@ -81,7 +81,7 @@ def test_an_env_preset_is_served_as_a_run_spec(service: Service) -> None:
     body = answer.json()
     assert (body["env"], body["variant"]) == ("PointReachEnergy", "cpu")  # a CPU worker
     spec = body["spec"]
-    assert spec["env"] == {"name": "PointReachEnergy", "overrides": {}}
+    assert spec["env"] == {"name": "PointReachEnergy", "overrides": {}, "randomize": False}
     assert spec["network"]["reward_streams"] == ["energy", "task"]
     assert spec["config"]["ppo"]["n_envs"] == 64 and spec["config"]["eval"]["n_envs"] == 32
     # A built-in env's preset has one size, whatever the variant asked for.

@@ -100,6 +100,31 @@ def test_preset_false_gives_the_library_defaults(service: Service) -> None:
     assert run["spec"]["network"] == {"kind": "mlp"}
 
 
+def test_env_randomize_is_the_presets_stored_and_refused_without_a_randomizer(
+    service: Service,
+) -> None:
+    # Go1's preset trains with Playground's domain randomizer, as Playground does.
+    go1 = {"env": {"name": "Go1JoystickFlatTerrain"}, "config": {"ppo": {"total_steps": 1e6}}}
+    stored = service.client.post("/api/runs", json=go1, timeout=180).json()["spec"]
+    assert stored["env"]["randomize"] is True and "env.randomize" in stored["preset"]["filled"]
+    go1["env"]["randomize"] = False  # the spec's own value wins
+    stored = service.client.post("/api/runs", json=go1, timeout=180).json()["spec"]
+    assert stored["env"]["randomize"] is False and "env.randomize" not in stored["preset"]["filled"]
+    # PointReach's preset does not randomize; without a preset, nothing does.
+    assert _submit(service, {"env": {"name": "PointReach"}})["spec"]["env"]["randomize"] is False
+    plain = _submit(service, {"env": {"name": "PointReach"}, "preset": False})["spec"]
+    assert plain["env"] == {"name": "PointReach", "overrides": {}, "randomize": False}
+    for name in ("PointReach", "CartpoleBalance"):  # no randomizer: refused on the switch
+        spec = {"env": {"name": name, "randomize": True}, "config": {"ppo": {"total_steps": 1e5}}}
+        response = service.client.post("/api/runs", json=spec, timeout=180)
+        assert refused_locs(response) == [["body", "env", "randomize"]], response.text
+        assert f"'{name}' has no domain randomizer" in response.json()["detail"][0]["msg"]
+    bad = {"env": {"name": "PointReach", "randomize": "yes"}}
+    assert refused_locs(service.client.post("/api/runs", json=bad)) == [
+        ["body", "env", "randomize"]
+    ]
+
+
 def test_integral_float_totals_are_accepted_and_huge_ones_refused(service: Service) -> None:
     run = _submit(service, {"env": {"name": "PointReach"}, "config": {"ppo": {"total_steps": 1e6}}})
     assert run["total_steps"] == 1_000_000

@@ -422,6 +422,12 @@ export interface components {
              * @default true
              */
             details_known?: boolean;
+            /**
+             * Domain Randomizer
+             * @description MuJoCo Playground has a domain randomizer for it (a run spec's env.randomize may be true).
+             * @default false
+             */
+            domain_randomizer?: boolean;
             /** Name */
             name: string;
             /**
@@ -458,6 +464,11 @@ export interface components {
             overrides?: {
                 [key: string]: unknown;
             };
+            /**
+             * Randomize
+             * @description Domain randomization, as MuJoCo Playground trains the env: each training env steps its own variant of the robot's model (friction, masses, ...; Playground's randomizer for the env), evaluation the nominal one. Only for envs with a randomizer (GET /api/envs: domain_randomizer). Default: the preset's (on where there is a randomizer); off with "preset": false. The stored spec holds true or false.
+             */
+            randomize?: boolean | null;
         };
         /** ErrorPublic */
         ErrorPublic: {

@@ -16,6 +16,9 @@ export interface EnvField {
   select(name: string): void;
   /** Called when the user picks another env (not on `select`). */
   onPick(listener: (name: string) => void): void;
+  /** Called with the shown env's listing (undefined while not listed) whenever it may have
+   * changed: a pick, a `select`, each load of the list. */
+  onInfo(listener: (env: EnvInfo | undefined) => void): void;
   /** Loads the list; resolves after the first answer. Rejects when the call fails. */
   load(): Promise<void>;
   stop(): void;
@@ -48,10 +51,12 @@ export function createEnvField(): EnvField {
   let stopped = false;
   let lastValue = "";
   const listeners: ((name: string) => void)[] = [];
+  const infoListeners: ((env: EnvInfo | undefined) => void)[] = [];
 
   const describe = (): void => {
     const env = envs.find((e) => e.name === select.value);
     info.textContent = env ? envSummary(env) : "";
+    infoListeners.forEach((listener) => listener(env));
   };
   const choose = (name: string): void => {
     if (![...select.options].some((o) => o.value === name)) select.append(h("option", { value: name }, name));
@@ -87,6 +92,7 @@ export function createEnvField(): EnvField {
     value: () => select.value,
     select: choose,
     onPick: (listener) => listeners.push(listener),
+    onInfo: (listener) => infoListeners.push(listener),
     load,
     stop: () => {
       stopped = true;

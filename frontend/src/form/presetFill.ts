@@ -29,8 +29,10 @@ export function specFromPreset(
 /** One line about where the form's values came from. */
 export function presetSummary(preset: EnvPreset): string {
   const source = preset.source === "playground" ? "MuJoCo Playground's Brax PPO parameters" : preset.source;
+  const env = (preset.spec as { env?: { randomize?: boolean } }).env;
+  const randomized = env?.randomize ? ", with Playground's domain randomization" : "";
   const unmapped = preset.unmapped.length ? `; not carried over: ${preset.unmapped.join("; ")}` : "";
-  return `Filled from the ${preset.env} preset (${source}, ${preset.variant} variant)${unmapped}.`;
+  return `Filled from the ${preset.env} preset (${source}, ${preset.variant} variant${randomized})${unmapped}.`;
 }
 
 export interface PresetFiller {
@@ -73,12 +75,13 @@ export function createPresetFiller(
 
 /** Config paths the server moves with a total the spec sets itself (server/spec/preset_fill). */
 export const CADENCE_PATHS = ["config.eval.every_steps", "config.checkpoint_every_steps"];
-const DISTILLATION_FILLED = ["config.eval.n_envs", "config.eval.max_episode_length"];
+const DISTILLATION_FILLED = ["config.eval.n_envs", "config.eval.max_episode_length", "env.randomize"];
 const MUST_SEND = Symbol("must send");
 
 /** What the server gives a field the spec leaves out, filling it as server/spec/preset_fill
  * does: the preset's value (a network field only for the preset's own network kind; for a
- * distillation run only the evaluation's episode sizes), else the library's default.
+ * distillation run only the evaluation's episode sizes and `env.randomize`), else the
+ * library's default.
  * `MUST_SEND` for a cadence the server would move with a total the form changed. */
 function leftOutValue(
   preset: EnvPreset | null,

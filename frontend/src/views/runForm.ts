@@ -28,6 +28,7 @@ import {
   specFromPreset,
   type FormValue,
 } from "../form/presetFill";
+import { createRandomizeField, RANDOMIZE_PATH } from "../form/randomizeField";
 import { resumingSpec } from "../form/resumeTotal";
 import { sectionTarget, simpleField, type ErrorTarget } from "../form/formTargets";
 import { errorTarget, getPath } from "../form/specPaths";
@@ -85,6 +86,8 @@ export function runFormView(main: HTMLElement, { query }: RouteContext): () => v
     h("textarea", { rows: 2, spellcheck: "false", placeholder: '{"impl": "jax"}' }),
     "A JSON object of env config overrides (MuJoCo Playground envs).",
   );
+  const randomize = createRandomizeField();
+  env.onInfo((info) => randomize.setEnv(info));
   const networkKind = h(
     "select",
     { name: "network.kind" },
@@ -128,6 +131,7 @@ export function runFormView(main: HTMLElement, { query }: RouteContext): () => v
     ["env.name", env.target],
     ["env", env.target],
     ["env.overrides", overrides.target],
+    [RANDOMIZE_PATH, randomize.target],
     ["network.kind", networkKindField.target],
     ["teacher", teacher],
     ["resume_from", resume],
@@ -252,7 +256,7 @@ export function runFormView(main: HTMLElement, { query }: RouteContext): () => v
     }
     spec.network = { kind: networkKind.value === "lstm" ? "lstm" : "mlp" };
     spec.config = {};
-    const values: FormValue[] = [];
+    const values: FormValue[] = [{ path: RANDOMIZE_PATH, value: randomize.read(), libraryDefault: false }];
     for (const control of sectionControls) {
       const result = control.read();
       if (!result.ok) {
@@ -283,6 +287,7 @@ export function runFormView(main: HTMLElement, { query }: RouteContext): () => v
     const envOverrides = spec.env?.overrides;
     (overrides.element.querySelector("textarea") as HTMLTextAreaElement).value =
       envOverrides && Object.keys(envOverrides).length ? JSON.stringify(envOverrides) : "";
+    randomize.write(spec.env?.randomize === true);
     networkKind.value = (spec.network?.kind as string) === "lstm" ? "lstm" : "mlp";
     sectionControls = [];
     rebuild();
@@ -400,6 +405,7 @@ export function runFormView(main: HTMLElement, { query }: RouteContext): () => v
       h("legend", null, "Environment"),
       h("div", { class: "field-grid" }, env.element, overrides.element),
       env.info,
+      randomize.element,
       h("div", { class: "preset-row" }, presetButton, presetNote),
     ),
     teacher.element,
