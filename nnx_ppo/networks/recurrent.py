@@ -69,9 +69,8 @@ class LSTM(StatefulModule):
             bias_init=bias_init,
             rngs=rngs,
         )
-        self.initial_state: nnx.Param | None = None
-        if trainable_initial_state:
-            self.initial_state = nnx.Param(jnp.zeros((2, hidden_features), jnp.float32))
+        initial = jnp.zeros((2, hidden_features), jnp.float32)
+        self.initial_state = nnx.Param(initial) if trainable_initial_state else None
 
     def initialize_state(self, batch_size: int) -> tuple[jax.Array, jax.Array]:
         if self.initial_state is None:
