@@ -13,6 +13,7 @@ from nnx_ppo import envs
 from nnx_ppo.algorithms import config as C
 from nnx_ppo.algorithms.losses import replay_scan
 from nnx_ppo.algorithms.ppo import train_ppo
+from nnx_ppo.algorithms.rollout import unroll_env
 from nnx_ppo.networks.adapter import PPOAdapter
 from nnx_ppo.networks.containers import Sequential
 from nnx_ppo.networks.feedforward import Dense
@@ -219,3 +220,36 @@ def test_an_obs_key_the_env_lacks_is_named_before_training_starts():
         r"its keys: \['state', 'target'\]",
     ):
         train_ppo(env, graph_network("targets"), config)
+
+
+def test_buffers_clear_where_an_episode_ended_in_the_rollout():
+    # MemoryCue(delay=0): 2-step episodes, obs [cue, 0] then [0, 1] (done). The graph passes
+    # the obs through a delay-1 edge to the sampler's parameters [loc, raw std]: at each
+    # episode's first step the buffer is empty (raw std 0: scale ln 2 + 0.001); without the
+    # reset it would hold the last decision obs (raw std 1: scale softplus(1) + 0.001).
+    env = envs.load("MemoryCue", {"delay": 0})
+    rngs = nnx.Rngs(0)
+    g = PopulationGraph(rngs)
+    g.add_input("in", 2, input_from="obs")
+    g.add_output("out", 2)
+    g.connect("in", "out", transform=Scale(1.0), delay=1)
+    g.finalize()
+    net = Sequential(
+        [
+            Filter({"obs": lambda x: x}),
+            g,
+            PPOAdapter(
+                action=Sequential(
+                    [Filter({"o": "out"}), Flattener(), NormalTanhSampler(rngs, 0.0)]
+                ),
+                value=Sequential([Filter({"o": "out"}), Flattener(), Dense(2, 1, rngs)]),
+            ),
+        ]
+    )
+    env_state = jax.vmap(env.reset)(jax.random.split(jax.random.key(0), 2))
+    _, _, tr = unroll_env(env, env_state, net, net.initialize_state(2), 6, jax.random.key(1))
+    params = tr.network_output.distribution_params
+    np.testing.assert_allclose(params["scale"], np.log(2.0) + 0.001, rtol=1e-5)
+    # At each decision step (odd t) the delayed read is the cue shown one step before.
+    np.testing.assert_array_equal(params["loc"][1::2, :, 0], tr.obs[0::2, :, 0])
+    np.testing.assert_array_equal(tr.done[1::2], True)
