@@ -201,7 +201,17 @@ class PopulationGraph(StatefulModule):
         reciprocal: bool = False,
     ) -> None:
         """An edge ``src -> dst`` (and ``dst -> src`` with ``reciprocal``, its own transform
-        and the same delay); ``delay=k`` reads ``src`` as it was ``k`` steps ago."""
+        and the same delay); ``delay=k`` reads ``src`` as it was ``k`` steps ago.
+
+        The default transform is ``Dense(src.size, dst.size)`` (a fresh one for the reverse
+        edge); a given ``transform`` must map ``[B, src.size]`` to ``[B, dst.size]``, and
+        the reverse edge of a reciprocal pair gets a copy of it (``nnx.clone``: same initial
+        values, its own variables), so it must fit both ways.
+
+        Raises:
+            ValueError: for an unknown population, a negative delay, a finalized graph, or a
+                transform of the wrong size (naming the edge and both sizes).
+        """
         if self.finalized:
             raise ValueError(f"connection {src!r} -> {dst!r}: the graph is already finalized")
         s, d = self._population(src, "source"), self._population(dst, "destination")
