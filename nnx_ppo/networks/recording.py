@@ -13,9 +13,10 @@ module's path in the original network:
   output of a hidden layer, the affine output of the last layer.
 * ``LSTM`` at ``actor/modules/0``: that key, its hidden state ``h``, ``[B, hidden_size]``.
 * ``Dense`` outside an ``MLP``: its path, its output ``[B, units]``.
-* The composable toolkit's ``feedforward.Dense`` and ``recurrent.LSTM`` (e.g. in a
-  ``containers.Sequential`` at ``layers/1/action/layers/0``): their path, their output
-  (post-activation for a ``Dense``, ``h`` for an ``LSTM``).
+* The composable toolkit's ``feedforward.Dense``, ``recurrent.LSTM`` and variational
+  bottlenecks (e.g. in a ``containers.Sequential`` at ``layers/1/action/layers/0``): their
+  path, their output (post-activation for a ``Dense``, ``h`` for an ``LSTM``, the sampled
+  latent for a bottleneck).
 * ``graph.PopulationGraph``: one entry per population, keyed by the population's name (not
   a path), its post-activation value ``[B, size]``; the graph's edge transforms are not
   recorded on their own.
@@ -95,9 +96,9 @@ class RecordingMLP(_Recorder):
 
 
 def _is_recordable(node: Any) -> bool:
-    from nnx_ppo.networks import feedforward, recurrent  # they import this module's base
+    from nnx_ppo.networks import feedforward, recurrent, variational  # they import base
 
-    toolkit = (feedforward.Dense, recurrent.LSTM)
+    toolkit = (feedforward.Dense, recurrent.LSTM, variational.VariationalBottleneck)
     return type(node) is MLP or isinstance(node, (LSTM, Dense, *toolkit))
 
 

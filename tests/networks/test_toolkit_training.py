@@ -6,6 +6,7 @@ from __future__ import annotations
 import jax
 import jax.numpy as jnp
 import numpy as np
+import pytest
 from flax import nnx
 
 from nnx_ppo import envs
@@ -23,6 +24,8 @@ from nnx_ppo.networks.recurrent import LSTM
 from nnx_ppo.networks.sampling_layers import NormalTanhSampler
 from nnx_ppo.networks.utils import Filter, Flattener, Scale
 from nnx_ppo.networks.variational import AR1VariationalBottleneck
+
+pytestmark = pytest.mark.slow
 
 
 def kitchen_sink(seed: int) -> Sequential:
@@ -72,9 +75,11 @@ def test_every_layer_trains_records_and_checkpoints(tmp_path):
     # The normalizer saw 3 rollouts of 8 x 8 observations.
     assert float(net.layers[0].count[...]) == 3 * 64
     activations, _ = record_activations_rollout(env, net, 2, 4, jax.random.key(1))
-    # One entry per population, and the action port's Dense by its path.
+    # One entry per population, and the action port's bottleneck and Dense by their paths.
     populations = {"in_state", "in_target", "hidden", "memory", "latent", "critic"}
-    assert set(activations) == populations | {"layers/2/action/layers/3"}
+    leaves = {"layers/2/action/layers/1": (4, 2, 3), "layers/2/action/layers/3": (4, 2, 4)}
+    assert set(activations) == populations | set(leaves)
+    assert {k: activations[k].shape for k in leaves} == leaves
 
     fresh = kitchen_sink(1)
     load_networks(str(next(tmp_path.glob("step_*"))), fresh)
