@@ -46,6 +46,20 @@ class StatefulModule(nnx.Module):
         """
         raise NotImplementedError
 
+    def update_statistics(self, inputs: Any, mask: jax.Array | None = None) -> None:
+        """Merges a rollout's inputs into this module's running statistics; none here.
+
+        Called after each PPO step, outside the rollout, never inside ``__call__``.
+        Stats-bearing modules (``Normalizer``) override it and containers forward it to their
+        children (see ``nnx_ppo.networks.containers``).
+
+        Args:
+            inputs: What this module was given over a rollout, ``[T, B, ...]`` leaves (for
+                the network's root: the rollout's observations).
+            mask: Optional ``[T, B]`` booleans; False entries are ignored.
+        """
+        del inputs, mask
+
     def with_recording(self) -> StatefulModule:
         """A copy of this module whose calls also report per-unit activations.
 

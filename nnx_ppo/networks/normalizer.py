@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import math
 from typing import Any
 
 import jax
@@ -63,13 +64,33 @@ class Normalizer(StatefulModule):
     first batch from producing huge inputs: the standard deviation is floored at
     ``std_min``, and normalized values are clipped to ``[-clip, clip]``.
 
+    As a layer (``__call__``, e.g. in ``containers.Sequential``) the output has the
+    observation's structure: each leaf standardized and in its own shape (a dict stays a
+    dict, so a ``graph.PopulationGraph`` after it reads its keys). ``normalize`` gives the
+    flattened features instead (what ``PPONetwork`` uses).
+
     Args:
         obs_size: ``observation_size`` of the env: an int, a shape, or a dict of them.
+        shape: The same as ``obs_size``, under the name the networks interface gives it
+            (``Normalizer(shape)``); pass one of the two.
         std_min: Smallest standard deviation used for scaling.
         clip: Normalized values are clipped to this magnitude.
     """
 
-    def __init__(self, obs_size: Any, *, std_min: float = 1e-2, clip: float = 10.0):
+    def __init__(
+        self,
+        obs_size: Any = None,
+        *,
+        shape: Any = None,
+        std_min: float = 1e-2,
+        clip: float = 10.0,
+    ):
+        if (obs_size is None) == (shape is None):
+            raise ValueError(
+                "Normalizer takes one of obs_size and shape (the same thing: an int, a shape, "
+                f"or a dict of them), got obs_size={obs_size!r}, shape={shape!r}"
+            )
+        obs_size = obs_size if shape is None else shape
         self.shapes = obs_shapes(obs_size)
         self.std_min = std_min
         self.clip = clip
@@ -93,7 +114,18 @@ class Normalizer(StatefulModule):
         return jnp.clip((x - mean) / std, -self.clip, self.clip)
 
     def __call__(self, state: Any, obs: Any, rollout_extras: Any = None) -> StatefulOutput:
-        return StatefulOutput(state, self.normalize(obs), zero_loss(), {}, None)
+        return StatefulOutput(state, self.restructure(self.normalize(obs)), zero_loss(), {}, None)
+
+    def restructure(self, features: jax.Array) -> Any:
+        """Flat ``[..., features]`` back to the observation's structure and leaf shapes."""
+        shapes = self.shapes if isinstance(self.shapes, dict) else {None: self.shapes}
+        batch_dims = features.shape[:-1]
+        leaves, start = {}, 0
+        for key, shape in shapes.items():
+            size = math.prod(shape)
+            leaves[key] = features[..., start : start + size].reshape(*batch_dims, *shape)
+            start += size
+        return leaves if isinstance(self.shapes, dict) else leaves[None]
 
     def update_statistics(self, obs: Any, mask: jax.Array | None = None) -> None:
         """Merges a batch of observations into the running statistics (Chan et al.).

@@ -13,6 +13,13 @@ module's path in the original network:
   output of a hidden layer, the affine output of the last layer.
 * ``LSTM`` at ``actor/modules/0``: that key, its hidden state ``h``, ``[B, hidden_size]``.
 * ``Dense`` outside an ``MLP``: its path, its output ``[B, units]``.
+* The composable toolkit's ``feedforward.Dense``, ``recurrent.LSTM`` and variational
+  bottlenecks (e.g. in a ``containers.Sequential`` at ``layers/1/action/layers/0``): their
+  path, their output (post-activation for a ``Dense``, ``h`` for an ``LSTM``, the sampled
+  latent for a bottleneck).
+* ``graph.PopulationGraph``: one entry per population, keyed by the population's name (not
+  a path), its post-activation value ``[B, size]``; the graph's edge transforms are not
+  recorded on their own.
 
 (A recordable module at the root uses ``root`` for an empty path.) A module reachable by
 several paths in the graph is recorded at the first one only. A subclass of ``MLP`` is not
@@ -89,7 +96,15 @@ class RecordingMLP(_Recorder):
 
 
 def _is_recordable(node: Any) -> bool:
-    return type(node) is MLP or isinstance(node, (LSTM, Dense))
+    from nnx_ppo.networks import feedforward, recurrent, variational  # they import base
+
+    toolkit = (feedforward.Dense, recurrent.LSTM, variational.VariationalBottleneck)
+    return type(node) is MLP or isinstance(node, (LSTM, Dense, *toolkit))
+
+
+def _records_itself(node: Any) -> bool:
+    """A ``graph.PopulationGraph``: it records its populations when its flag is set."""
+    return hasattr(node, "record_populations")
 
 
 def _recorder_for(node: StatefulModule, key: str) -> _Recorder:
@@ -136,7 +151,7 @@ def with_recording(networks: nnx.Module) -> nnx.Module:
     candidates = [
         path
         for path, node in nnx.iter_graph(copy)
-        if isinstance(node, _Recorder) or _is_recordable(node)
+        if isinstance(node, _Recorder) or _is_recordable(node) or _records_itself(node)
     ]
     for path in _outermost(candidates):  # type: ignore[arg-type]  # keys are str | int
         parent = copy
@@ -144,6 +159,9 @@ def with_recording(networks: nnx.Module) -> nnx.Module:
             parent = _child(parent, key)
         node = copy if not path else _child(parent, path[-1])
         if isinstance(node, _Recorder):
+            continue
+        if _records_itself(node):
+            node.record_populations = True  # type: ignore[union-attr]  # checked above
             continue
         wrapper = _recorder_for(node, _join(*(str(k) for k in path)))  # type: ignore[arg-type]
         if not path:

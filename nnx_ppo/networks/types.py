@@ -28,6 +28,20 @@ class StatefulOutput(NamedTuple):
     rollout_extras: Any
 
 
+StatefulModuleOutput = StatefulOutput
+"""The name the composable networks interface (``networks-api.md``) gives ``StatefulOutput``."""
+
+
+def __getattr__(name: str) -> Any:
+    # ``StatefulModule`` is defined in ``base`` (which imports this module); the networks
+    # interface names it from here too.
+    if name == "StatefulModule":
+        from nnx_ppo.networks.base import StatefulModule
+
+        return StatefulModule
+    raise AttributeError(f"module {__name__!r} has no attribute {name!r}")
+
+
 class PPONetworkOutput(struct.PyTreeNode):
     """One step of an actor-critic network, for a batch ``[B]`` (or a rollout ``[T, B]``).
 

@@ -6,6 +6,7 @@ import jax
 import jax.numpy as jnp
 import numpy as np
 import optax
+import pytest
 from flax import nnx
 
 from nnx_ppo.networks.factories import make_mlp_actor_critic
@@ -170,3 +171,23 @@ def test_optimizer_step_leaves_statistics_alone():
         jax.tree.map(lambda a, b: not np.array_equal(a, b), params_after, params_before)
     )
     assert any(changed), "the optimizer step should have moved the parameters"
+
+
+def test_as_a_layer_the_output_keeps_the_observation_structure():
+    # networks-api.md's Normalizer(shape): a dict stays a dict, each leaf in its shape.
+    norm = Normalizer(shape={"state": (2, 2), "target": (1,)})
+    obs = {"state": jnp.full((3, 2, 2), 5.0), "target": jnp.full((3, 1), -2.0)}
+    norm.update_statistics(jax.tree.map(lambda x: x[None], obs))  # one [T=1, B=3] batch
+    out = norm((), {"state": jnp.full((1, 2, 2), 5.5), "target": jnp.full((1, 1), -2.0)}).output
+    assert out["state"].shape == (1, 2, 2) and out["target"].shape == (1, 1)
+    # zero variance: std floored to 1e-2, so (5.5 - 5) / 1e-2 = 50 is clipped to 10.
+    np.testing.assert_allclose(out["state"], 10.0)
+    np.testing.assert_allclose(out["target"], 0.0)
+    np.testing.assert_allclose(norm.normalize(obs)[0], jnp.zeros(5))  # still flattened there
+
+
+def test_obs_size_and_shape_are_one_or_the_other():
+    with pytest.raises(ValueError, match="one of obs_size and shape"):
+        Normalizer(3, shape=3)
+    with pytest.raises(ValueError, match="one of obs_size and shape"):
+        Normalizer()
