@@ -37,7 +37,7 @@ test: setup
 # `make test`, which runs a Go1/T1/Panda subset: tests/envs/test_menagerie_envs.py).
 # `python -m bench.env_table` writes the same check as a table (bench/results/envs.md).
 test-envs: setup
-	$(PY) -m pytest -q tests/envs/test_every_env.py --every-env
+	$(PY) -m pytest -q tests/envs/test_every_env.py tests/envs/test_randomization_go1.py --every-env
 
 lint: setup
 	$(PY) -m ruff check .

@@ -122,10 +122,16 @@ def _nominal(go1: Any, env: Any) -> dict[str, Any]:
 
 
 @pytest.mark.slow
-def test_go1_trains_with_randomization_and_resumes_on_its_variants(tmp_path):
+def test_go1_trains_with_randomization_and_resumes_on_its_variants(tmp_path, request):
     """One tiny PPO iteration (4 envs x 4 steps) with Playground's randomizer and a
     checkpoint; then one more iteration from the checkpoint, with another seed in the config:
-    the envs step the checkpoint's variants."""
+    the envs step the checkpoint's variants.
+
+    ~400 s with a cold compilation cache on 2 cores: ``make test-envs`` runs it
+    (``--every-env``); ``make test`` has the same story through the service
+    (tests/server/test_go1_randomized_run.py)."""
+    if not request.config.getoption("--every-env"):
+        pytest.skip("long: make test-envs (--every-env) runs it")
     preset = tiny(GO1)
     env = envs.load(GO1, preset.env_overrides)
     fn = randomizer(GO1)
