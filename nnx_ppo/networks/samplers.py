@@ -29,6 +29,15 @@ def normal_log_prob(x: jax.Array, loc: jax.Array, scale: jax.Array) -> jax.Array
     return jnp.sum(-0.5 * jnp.square(z) - jnp.log(scale) - _HALF_LOG_2PI, axis=-1)
 
 
+def squashed_entropy(raw: jax.Array, loc: jax.Array, scale: jax.Array) -> jax.Array:
+    """Entropy of the tanh-squashed normal: the normal's entropy plus E[log |J|], the
+    expectation estimated at the sampled ``raw`` action, reparameterized so that its
+    gradient penalizes scales (and means) that push actions into tanh's flat tails."""
+    noise = jax.lax.stop_gradient((raw - loc) / scale)
+    normal_entropy = jnp.sum(0.5 + _HALF_LOG_2PI + jnp.log(scale), axis=-1)
+    return normal_entropy + tanh_log_det_jacobian(loc + scale * noise)
+
+
 class TanhNormalSampler(StatefulModule):
     """Samples ``tanh(N(loc, scale))`` actions from ``[B, 2A]`` parameters.
 
@@ -83,12 +92,7 @@ class TanhNormalSampler(StatefulModule):
             raw = loc + scale * jax.random.normal(self.rngs.action(), loc.shape, loc.dtype)
         log_det = tanh_log_det_jacobian(raw)
         loglik = normal_log_prob(raw, loc, scale) - log_det
-        # Entropy of the squashed distribution: the normal's entropy plus E[log |J|], the
-        # expectation estimated at this action, reparameterized so that its gradient
-        # penalizes scales (and means) that push actions into tanh's flat tails.
-        noise = jax.lax.stop_gradient((raw - loc) / scale)
-        normal_entropy = jnp.sum(0.5 + _HALF_LOG_2PI + jnp.log(scale), axis=-1)
-        entropy = normal_entropy + tanh_log_det_jacobian(loc + scale * noise)
+        entropy = squashed_entropy(raw, loc, scale)
         output = {
             "actions": jnp.tanh(raw),
             "raw_actions": raw,

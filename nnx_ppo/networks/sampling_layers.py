@@ -7,7 +7,6 @@ dicts into the trainer's ``PPONetworkOutput``.
 
 from __future__ import annotations
 
-import math
 from typing import Any
 
 import jax
@@ -15,10 +14,8 @@ import jax.numpy as jnp
 from flax import nnx
 
 from nnx_ppo.networks.base import StatefulModule
-from nnx_ppo.networks.samplers import normal_log_prob, tanh_log_det_jacobian
+from nnx_ppo.networks.samplers import normal_log_prob, squashed_entropy, tanh_log_det_jacobian
 from nnx_ppo.networks.types import StatefulOutput
-
-_HALF_LOG_2PI = 0.5 * math.log(2.0 * math.pi)
 
 
 def as_rngs(rng: Any, stream: str) -> nnx.Rngs:
@@ -80,9 +77,7 @@ class NormalTanhSampler(StatefulModule):
         else:
             raw = loc + scale * jax.random.normal(self.rngs.action(), loc.shape, loc.dtype)
         log_likelihood = normal_log_prob(raw, loc, scale) - tanh_log_det_jacobian(raw)
-        noise = jax.lax.stop_gradient((raw - loc) / scale)
-        normal_entropy = jnp.sum(0.5 + _HALF_LOG_2PI + jnp.log(scale), axis=-1)
-        entropy = normal_entropy + tanh_log_det_jacobian(loc + scale * noise)
+        entropy = squashed_entropy(raw, loc, scale)
         output = {
             "action": jnp.tanh(raw),
             "log_likelihood": log_likelihood,
