@@ -71,8 +71,11 @@ def create_app(settings: Settings, *, with_worker: bool = True) -> FastAPI:
         services.hub.start()
         services.events.start()
         sweep_store = SweepStore(store.sessions, store)
-        app.state.sweeps = sweeps.SweepServices(sweep_store, SweepDriver(sweep_store, store))
+        app.state.sweeps = sweeps.SweepServices(
+            sweep_store, SweepDriver(sweep_store, store), sweeps.SweepHub(sweep_store)
+        )
         app.state.sweeps.driver.start()
+        app.state.sweeps.hub.start()
         worker = SupervisorProcess(settings) if with_worker else None
         if worker is not None:
             worker.start()
@@ -82,6 +85,7 @@ def create_app(settings: Settings, *, with_worker: bool = True) -> FastAPI:
             if worker is not None:
                 worker.stop()
             app.state.sweeps.driver.stop()
+            await app.state.sweeps.hub.stop()
             await services.hub.stop()
             await services.events.stop()
             services.checker.stop()

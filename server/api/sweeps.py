@@ -7,8 +7,6 @@ A sweep's trials are ordinary runs (``GET /api/runs?sweep_id=...``); the sweep d
 
 from __future__ import annotations
 
-import asyncio
-import contextlib
 import json
 import re
 from dataclasses import dataclass
@@ -19,11 +17,10 @@ from fastapi.exceptions import RequestValidationError
 from pydantic import BaseModel, Field, ValidationError
 from starlette.concurrency import run_in_threadpool
 from starlette.requests import HTTPConnection
-from starlette.websockets import WebSocketDisconnect
 
 from server.api import runs as runs_api
 from server.api.deps import ServicesDep
-from server.api.stream import SEND_TIMEOUT_S, drain_client
+from server.api.seq_hub import SeqHub, column_seqs, follow
 from server.schemas import ErrorPublic, RunCreate
 from server.spec.checker import CheckerUnavailable
 from server.spec.sweep_space import MAX_CHECKS, PathError, SweepCreate, variants, with_values
@@ -41,10 +38,20 @@ NOT_FOUND: dict[int | str, dict[str, Any]] = {
 POLL_S = 0.25
 
 
+class SweepHub(SeqHub):
+    """The hub of the sweeps' event streams: a ``SeqHub`` keyed by sweep id, whose poller
+    reads the ``last_seq`` of every followed sweep in one query."""
+
+    def __init__(self, store: SweepStore):
+        latest = column_seqs(store.sessions, SweepRow.id, SweepRow.last_seq)
+        super().__init__("sweep-hub", latest=latest, events_after=store.events_after, poll_s=POLL_S)
+
+
 @dataclass
 class SweepServices:
     store: SweepStore
     driver: SweepDriver
+    hub: SweepHub
 
 
 def get_sweep_services(connection: HTTPConnection) -> SweepServices:
@@ -338,23 +345,8 @@ async def stream(websocket: WebSocket, sweep_id: str, after_seq: int = 0) -> Non
     if sweep.status in FINISHED and after_seq >= sweep.last_seq:
         await websocket.close(code=1000)
         return
-    reader = asyncio.create_task(drain_client(websocket))
-    try:
-        seq = after_seq
-        while not reader.done():
-            events = await run_in_threadpool(sweeps.store.events_after, sweep_id, seq, 500)
-            for event in events:
-                async with asyncio.timeout(SEND_TIMEOUT_S):
-                    await websocket.send_text(json.dumps(event, separators=(",", ":")))
-                seq = event["seq"]
-                if event["type"] == "status" and event["status"] in FINISHED:
-                    await websocket.close(code=1000)
-                    return
-            if not events:
-                await asyncio.wait({reader}, timeout=POLL_S)
-    except (WebSocketDisconnect, TimeoutError, RuntimeError, SweepNotFound):
-        pass
-    finally:
-        reader.cancel()
-        with contextlib.suppress(asyncio.CancelledError, Exception):
-            await reader
+    await follow(websocket, sweeps.hub, sweep_id, after_seq, final=_sweep_finished)
+
+
+def _sweep_finished(event: dict[str, Any]) -> bool:
+    return event["type"] == "status" and event["status"] in FINISHED
