@@ -332,6 +332,11 @@ class SeriesPublic(BaseModel):
 
 class MetricsPublic(BaseModel):
     series: dict[str, SeriesPublic]
+    last_seq: int = Field(
+        description="The seq of the run's newest event when the series were read: they hold "
+        "every metric of the events up to it and none after, so the run's stream followed "
+        "with after_seq=last_seq brings exactly the later ones."
+    )
 
 
 class DeviceUsePublic(BaseModel):

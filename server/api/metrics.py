@@ -16,7 +16,7 @@ from server import values
 from server.api.deps import RunDep, ServicesDep
 from server.api.runs import NOT_FOUND
 from server.schemas import MetricsPublic, SeriesPublic
-from server.store.metrics_query import metric_keys, read_series
+from server.store.metrics_query import last_seq, metric_keys, read_series, snapshot
 
 router = APIRouter(prefix="/runs", tags=["metrics"])
 MAX_KEYS = 256
@@ -45,7 +45,8 @@ def get_metrics(
                 }
             ]
         )
-    with engine.connect() as conn:
+    with snapshot(engine) as conn:
+        seq = last_seq(conn, run.id)
         known = metric_keys(conn, run.id)
         known_set = set(known)
         wanted = known if asked is None else [k for k in asked if k in known_set]
@@ -53,7 +54,7 @@ def get_metrics(
             key: SeriesPublic(**read_series(conn, run.id, key, after_step, max_points).as_dict())
             for key in wanted
         }
-    return MetricsPublic(series=series)
+    return MetricsPublic(series=series, last_seq=seq)
 
 
 @router.get("/{run_id}/metrics.csv", response_class=StreamingResponse, responses=NOT_FOUND)

@@ -12,6 +12,11 @@ takes the coarsest level that still has at least ``max_points`` summaries after
 chunk at the start, and merges those into buckets; at most ``8 * max_points`` rows are read
 per key. A summary is assigned to a bucket by its last step.
 
+A read runs in one snapshot of the database (``snapshot``) with the run's ``last_seq``
+(``last_seq``): a run's metrics and their events are written in one transaction, so the
+series hold exactly the metrics of the events up to that seq, and following the run's
+stream from it brings the rest, none twice.
+
 Each output point carries the wall time of its (last) point: raw points and rollups both
 carry it (a rollup the wall time of its last point), so a read is one query per level and no
 per-point lookup; only a rollup stored before migration 0007 whose point is gone has none,
@@ -21,10 +26,12 @@ and those few are looked up by step.
 from __future__ import annotations
 
 import math
+from collections.abc import Iterator
+from contextlib import contextmanager
 from dataclasses import dataclass, field
 from typing import Any
 
-from sqlalchemy import Connection, bindparam, text
+from sqlalchemy import Connection, Engine, bindparam, text
 
 from server import values
 from server.store.run_store import ROLLUP_SIZES
@@ -68,6 +75,7 @@ _WALL_TIMES = {
         "JOIN metrics AS m ON m.run_id = :run AND m.key = :key AND m.step = s.step"
     ),
 }
+_LAST_SEQ = text("SELECT last_seq FROM runs WHERE id = :run")
 _COUNT_AFTER = text(
     "SELECT COUNT(*) FROM metrics WHERE run_id = :run AND key = :key AND step > :after"
 )
@@ -89,6 +97,23 @@ class Series:
             "min": self.min,
             "max": self.max,
         }
+
+
+@contextmanager
+def snapshot(engine: Engine) -> Iterator[Connection]:
+    """A connection whose reads all see one snapshot of the database: a SQLite read
+    transaction is one (WAL); PostgreSQL's READ COMMITTED takes a snapshot per statement,
+    so the transaction is REPEATABLE READ there (read-only: it never fails to serialize)."""
+    with engine.connect() as conn:
+        if conn.dialect.name == "postgresql":
+            conn.execution_options(isolation_level="REPEATABLE READ")
+        with conn.begin():
+            yield conn
+
+
+def last_seq(conn: Connection, run_id: str) -> int:
+    """The seq of the run's newest event (0 for a run that is gone)."""
+    return int(conn.execute(_LAST_SEQ, {"run": run_id}).scalar() or 0)
 
 
 def metric_keys(conn: Connection, run_id: str) -> list[str]:

@@ -6,14 +6,16 @@ from __future__ import annotations
 
 import math
 import random
+import threading
 from collections.abc import Iterator
 from pathlib import Path
+from typing import Any
 
 import pytest
-from sqlalchemy import Engine, text
+from sqlalchemy import Engine, event, text
 
 from server.store.db import make_engine, make_sessionmaker, migrate
-from server.store.metrics_query import read_series
+from server.store.metrics_query import last_seq, read_series, snapshot
 from server.store.run_store import RunStore
 
 
@@ -157,6 +159,39 @@ def test_unknown_key_and_empty_run(store: RunStore, tmp_path: Path) -> None:
     run_id = _new_run(store, [])
     with _engine(store).connect() as conn:
         assert read_series(conn, run_id, "nothing", -1, 10).as_dict()["step"] == []
+
+
+def test_last_seq_and_the_series_are_read_in_one_snapshot(store: RunStore) -> None:
+    """A batch committed while a read is under way (after its ``last_seq``, before its
+    series) is in neither: following the stream after ``last_seq`` brings it, once. On
+    PostgreSQL at READ COMMITTED the series would hold step 11 and the stream bring it
+    again."""
+    run_id = _new_run(store, [(step, float(step)) for step in range(1, 11)])
+    engine = _engine(store)
+    committed: list[int] = []
+
+    def commit_a_batch_between(_conn: Any, _cursor: Any, statement: str, *_args: Any) -> None:
+        if statement.startswith("SELECT last_seq FROM runs") and not committed:
+            batch = [(11, _wall(11), {"k": 11.0})]
+            writer = threading.Thread(target=store.record_metrics_batch, args=(run_id, batch))
+            writer.start()
+            writer.join(30)
+            committed.append(11)
+
+    event.listen(engine, "after_cursor_execute", commit_a_batch_between)
+    try:
+        with snapshot(engine) as conn:
+            seq = last_seq(conn, run_id)
+            series = read_series(conn, run_id, "k", -1, 100)
+    finally:
+        event.remove(engine, "after_cursor_execute", commit_a_batch_between)
+    assert committed == [11]
+    assert series.step == list(range(1, 11))
+    events = store.events_after(run_id, 0)
+    # The events up to last_seq: the queued status and the ten metrics; after it, step 11.
+    assert [e["step"] for e in events if e["type"] == "metrics" and e["seq"] <= seq] == series.step
+    assert [e["step"] for e in events if e["seq"] > seq] == [11]
+    assert seq == 11 and events[-1]["seq"] == 12
 
 
 def test_rollups_carry_their_last_points_wall_time_and_old_rows_are_looked_up(
