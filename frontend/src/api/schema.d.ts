@@ -510,6 +510,11 @@ export interface components {
         };
         /** MetricsPublic */
         MetricsPublic: {
+            /**
+             * Last Seq
+             * @description The seq of the run's newest event when the series were read: they hold every metric of the events up to it and none after, so the run's stream followed with after_seq=last_seq brings exactly the later ones.
+             */
+            last_seq: number;
             /** Series */
             series: {
                 [key: string]: components["schemas"]["SeriesPublic"];

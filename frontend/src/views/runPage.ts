@@ -304,6 +304,12 @@ export function runPageView(main: HTMLElement, { params, query }: RouteContext):
     liveState.dataset.state = state;
   };
 
+  /** Whether the run has ended with no event after `seq` (the run as read after it). */
+  const endedBy = async (seq: number): Promise<boolean> => {
+    if (run && !TERMINAL_STATUSES.includes(run.status)) await refreshRun().catch(() => {});
+    return run !== null && TERMINAL_STATUSES.includes(run.status) && run.last_seq <= seq;
+  };
+
   const load = async (): Promise<void> => {
     try {
       await refreshRun();
@@ -328,9 +334,22 @@ export function runPageView(main: HTMLElement, { params, query }: RouteContext):
     if (checkpoints.status === "fulfilled")
       renderCheckpoints(panels.checkpoints, run, checkpoints.value.items);
     refreshLogs.call();
-    // Every event from the start: the replay gives the wall times of the history's steps;
-    // points the history already covers are skipped (series.appendPoint).
-    stream = new RunStream({ url: (after) => streamUrl(runId, after), onEvent, onState: describeState });
+    // The history has every metric (with its wall time) of the events up to its last_seq:
+    // follow from there. Before the first metric the few events from the start are
+    // replayed, for the run's phase ("Compiling…"); without a history, all of them.
+    const history = metrics.status === "fulfilled" ? metrics.value : null;
+    const afterSeq = history && Object.keys(history.series).length ? history.last_seq : 0;
+    if (afterSeq > 0 && (await endedBy(afterSeq))) {
+      if (!left) describeState("ended"); // the server would close the stream at once
+      return;
+    }
+    if (left) return;
+    stream = new RunStream({
+      url: (after) => streamUrl(runId, after),
+      onEvent,
+      onState: describeState,
+      afterSeq,
+    });
     stream.start();
   };
   void load();
