@@ -23,6 +23,7 @@ from nnx_ppo.algorithms.config import (
     VideoConfig,
 )
 from nnx_ppo.algorithms.types import LoggingLevel
+from server.schemas import NetworkSpec
 
 Loc = tuple[str | int, ...]
 
@@ -367,6 +368,12 @@ def network_fields(fields: dict[str, Any], env: Any) -> dict[str, Any]:
         if streams is not None:
             return {**fields, "reward_streams": streams}
     return fields
+
+
+def spec_network_fields(spec: Mapping[str, Any], env: Any) -> dict[str, Any]:
+    """The network fields of a run's (validated) spec, as ``presets.make_networks`` takes
+    them (see ``network_fields``)."""
+    return network_fields(NetworkSpec(**spec["network"]).factory_fields(), env)
 
 
 _NETWORK_FIELDS = (

@@ -93,6 +93,11 @@ def make_engine(url: str, *, durable: bool = True) -> Engine:
     return engine
 
 
+def dialect(session: Session) -> str:
+    """The session's backend: ``"sqlite"`` or ``"postgresql"``."""
+    return session.get_bind().dialect.name
+
+
 def make_sessionmaker(engine: Engine) -> sessionmaker[Session]:
     return sessionmaker(engine, expire_on_commit=False)
 

@@ -34,7 +34,7 @@ from typing import Any
 from sqlalchemy import Connection, Engine, bindparam, text
 
 from server import values
-from server.store.run_store import ROLLUP_SIZES
+from server.store.metric_ingest import ROLLUP_SIZES
 
 _RAW = text(
     "SELECT step, step, value, value, value, value IS NULL, wall_time FROM metrics "

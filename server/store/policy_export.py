@@ -116,9 +116,8 @@ def _network_of(spec: dict[str, Any]) -> Any:
     """The network of a run's spec, as the run process builds it (a template)."""
     from nnx_ppo import envs
     from nnx_ppo.presets import make_networks
-    from server.schemas import NetworkSpec
-    from server.spec.spec_check import network_fields
+    from server.spec.spec_check import spec_network_fields
 
     env = envs.load(spec["env"]["name"], spec["env"].get("overrides") or {})
-    fields = network_fields(NetworkSpec(**spec["network"]).factory_fields(), env)
+    fields = spec_network_fields(spec, env)
     return make_networks(fields, env.observation_size, env.action_size, 0)

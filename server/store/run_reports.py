@@ -1,11 +1,11 @@
-"""What remote run processes report over HTTP, stored with the same transactions as the
-local path (``RunStore``), plus the run tokens that authorize them.
+"""What remote run processes report over HTTP, stored through the same path as the local
+ones (``run_events.record_items``), plus the run tokens that authorize them.
 
 A run token is issued when a run is handed to a remote executor (its SHA-256 is stored on
 the run's row, replacing the previous attempt's): it is valid for that run alone, while the
 run is ``running``. A report batch carries a client-side ``seq`` (from 1 per attempt); a
 batch at or below the newest stored one is a retry and is skipped whole, and metrics are
-skipped by step as well (``RunStore.record_metrics_batch``): a report retried after a
+skipped by step as well (``metric_ingest``): a report retried after a
 timeout or an API restart is stored once.
 """
 
@@ -16,30 +16,20 @@ import hmac
 import secrets
 import time
 from collections.abc import Sequence
-from dataclasses import dataclass
-from typing import Any
 
 from sqlalchemy import update
 
-from server import values
 from server.store.db import transaction
 from server.store.models import RunRow
+from server.store.run_events import REPORT_KINDS as REPORT_KINDS
+from server.store.run_events import ReportItem as ReportItem
+from server.store.run_events import lock_run, record_items
 from server.store.run_status import RunStatus
-from server.store.run_store import RunStore, phase_payload
-
-REPORT_KINDS = ("metrics", "log", "phase", "checkpoint", "video")
+from server.store.run_store import RunStore
 
 
 class TokenRefused(Exception):
     """A run token that is not this run's current one, or a run that is not running."""
-
-
-@dataclass(frozen=True)
-class ReportItem:
-    """One report of a batch: ``kind`` is one of ``REPORT_KINDS``."""
-
-    kind: str
-    payload: dict[str, Any]
 
 
 def token_hash(token: str) -> str:
@@ -75,41 +65,15 @@ def _authorized(run: RunRow, token: str) -> None:
 def store_batch(
     store: RunStore, run_id: str, token: str, seq: int, items: Sequence[ReportItem]
 ) -> bool:
-    """Stores a batch in one transaction, in order; False when it was stored before."""
+    """Stores a batch in one transaction, in order (``run_events.record_items``); False
+    when it was stored before."""
     with transaction(store.sessions) as session:
-        run = store._get(session, run_id)
+        run = lock_run(session, run_id)
         _authorized(run, token)
         run.reported_at = time.time()
         if seq <= run.report_seq:
             return False
-        metrics: list[tuple[int, float, dict[str, float]]] = []
-        for item in items:
-            if item.kind == "metrics":
-                p = item.payload
-                decoded = {k: values.decode(v) for k, v in p["values"].items()}
-                metrics.append((int(p["step"]), float(p["wall_time"]), decoded))
-                continue
-            if metrics:
-                store._store_metrics(session, run, metrics)
-                metrics = []
-            p = item.payload
-            if item.kind == "log":
-                store._append(session, run, "log", {"line": p["line"]})
-            elif item.kind == "phase":
-                store._append(session, run, "phase", phase_payload(p["phase"], p["since"]))
-            elif item.kind == "checkpoint":
-                store._append(session, run, "checkpoint", {"checkpoint": p})
-            elif item.kind == "video":
-                store._store_video(
-                    session,
-                    run,
-                    int(p["step"]),
-                    p["filename"],
-                    values.decode(p["episode_reward"]),
-                    int(p["episode_length"]),
-                )
-        if metrics:
-            store._store_metrics(session, run, metrics)
+        record_items(session, run, items)
         run.report_seq = seq
         return True
 
@@ -118,7 +82,7 @@ def heartbeat(store: RunStore, run_id: str, token: str, node: str | None) -> boo
     """Records that the run's process is alive (and where); returns whether it is asked to
     stop (cancelled or pruned)."""
     with transaction(store.sessions) as session:
-        run = store._get(session, run_id)
+        run = lock_run(session, run_id)
         _authorized(run, token)
         run.reported_at = time.time()
         if node is not None:

@@ -23,9 +23,9 @@ from typing import Any
 
 import httpx
 
-from server import values
 from server.store import artifacts
-from server.worker.reporter import QueuedReporter, ReportFailed, _Item, checkpoint_public
+from server.store.run_events import ReportItem
+from server.worker.reporter import QueuedReporter, ReportFailed, checkpoint_public
 
 RETRY_FOR_S = 600.0
 """How long a report is retried before the run fails (covers an API restart)."""
@@ -53,6 +53,16 @@ class RemoteAccess:
             heartbeat_s=self.heartbeat_s,
             upload_limit=upload_limit,
         )
+
+
+@dataclass(frozen=True)
+class _Upload(ReportItem):
+    """A report whose file is uploaded (to ``route``) before the batch that announces it;
+    ``send_first``: the reports queued before it are sent before the upload."""
+
+    route: str
+    file: Path
+    send_first: bool
 
 
 class TokenRevoked(ReportFailed):
@@ -127,44 +137,26 @@ class HttpReporter(QueuedReporter):
             self._upload("/log", path)
 
     def video(self, step: int, path: Path, episode_reward: float, episode_length: int) -> None:
-        self._put("upload_video", (step, path, episode_reward, episode_length))
+        item = ReportItem.video(step, path.name, episode_reward, episode_length)
+        self._put(_Upload(item.kind, item.payload, f"/videos/{path.name}", path, False))
 
     def checkpoint(self, checkpoint: artifacts.Checkpoint) -> None:
         # The archive is built now: the folder may be pruned before the writer gets to it.
         archive = artifacts.checkpoint_archive(checkpoint.path.parent.parent, checkpoint)
-        self._put("upload_checkpoint", (checkpoint, archive))
+        payload = checkpoint_public(self.run_id, checkpoint)
+        # The metrics up to the checkpoint are stored before it is uploaded.
+        self._put(_Upload("checkpoint", payload, f"/checkpoints/{checkpoint.step}", archive, True))
 
-    def _write(self, items: list[_Item]) -> None:
+    def _write(self, items: list[ReportItem]) -> None:
+        """The items as one batch (``POST .../batch``), after the uploads they announce."""
         batch: list[dict[str, Any]] = []
-        for kind, payload in items:
-            if kind == "metrics":
-                step, wall_time, metrics = payload
-                encoded = {k: values.encode(float(v)) for k, v in metrics.items()}
-                batch.append(
-                    {"type": "metrics", "step": step, "wall_time": wall_time, "values": encoded}
-                )
-            elif kind == "log":
-                batch.append({"type": "log", "line": payload})
-            elif kind == "phase":
-                batch.append({"type": "phase", **payload})
-            elif kind == "upload_checkpoint":
-                self._send(batch)  # the metrics up to the checkpoint are stored before it
-                batch = []
-                checkpoint, archive = payload
-                self._upload(f"/checkpoints/{checkpoint.step}", archive)
-                batch.append({"type": "checkpoint", **checkpoint_public(self.run_id, checkpoint)})
-            elif kind == "upload_video":
-                step, path, reward, length = payload
-                self._upload(f"/videos/{path.name}", path)
-                batch.append(
-                    {
-                        "type": "video",
-                        "step": step,
-                        "filename": path.name,
-                        "episode_reward": values.encode(float(reward)),
-                        "episode_length": int(length),
-                    }
-                )
+        for item in items:
+            if isinstance(item, _Upload):
+                if item.send_first:
+                    self._send(batch)
+                    batch = []
+                self._upload(item.route, item.file)
+            batch.append(item.wire())
         self._send(batch)
 
     def _send(self, batch: list[dict[str, Any]]) -> None:

@@ -27,11 +27,10 @@ from sqlalchemy import Engine
 from server.settings import Settings
 from server.store import artifacts
 from server.store.db import make_engine, make_sessionmaker
+from server.store.run_events import ReportItem
 from server.store.run_store import RunStore
 
 CANCEL_POLL_S = 0.5
-
-_Item = tuple[str, Any]
 
 
 class ReportFailed(Exception):
@@ -80,11 +79,13 @@ def checkpoint_public(run_id: str, checkpoint: artifacts.Checkpoint) -> dict[str
 
 
 class QueuedReporter:
-    """The ordered background writer that both reporters share; ``_write`` stores items."""
+    """The ordered background writer that both reporters share: reports queue as
+    ``ReportItem``s (``server.store.run_events``), and ``_write`` stores the ones queued
+    since the last write."""
 
     def __init__(self, run_id: str):
         self.run_id = run_id
-        self._queue: queue.Queue[_Item] = queue.Queue()
+        self._queue: queue.Queue[ReportItem] = queue.Queue()
         self._error: BaseException | None = None
         self._attached: dict[str, float] = {}
         self._attached_lock = threading.Lock()
@@ -97,7 +98,7 @@ class QueuedReporter:
         """One step's metrics, with the newest ``attach``-ed values not yet reported."""
         with self._attached_lock:
             attached, self._attached = self._attached, {}
-        self._put("metrics", (step, time.time(), {**attached, **values}))
+        self._put(ReportItem.metrics(step, time.time(), {**attached, **values}))
 
     def attach(self, values: Mapping[str, float]) -> None:
         """Values sampled beside training (``system/*``, from another thread), stored with
@@ -106,19 +107,19 @@ class QueuedReporter:
             self._attached.update(values)
 
     def video(self, step: int, path: Path, episode_reward: float, episode_length: int) -> None:
-        self._put("video", (step, path.name, episode_reward, episode_length))
+        self._put(ReportItem.video(step, path.name, episode_reward, episode_length))
 
     def checkpoint(self, checkpoint: artifacts.Checkpoint) -> None:
-        self._put("checkpoint", checkpoint_public(self.run_id, checkpoint))
+        self._put(ReportItem("checkpoint", checkpoint_public(self.run_id, checkpoint)))
 
     def log(self, line: str) -> None:
         """A line for the log file and the run's stream."""
         print(line, file=sys.stderr, flush=True)
-        self._put("log", line)
+        self._put(ReportItem("log", {"line": line}))
 
     def phase(self, name: str, since: float) -> None:
         """A ``phase`` event for the run's stream (see ``run_progress``)."""
-        self._put("phase", {"phase": name, "since": since})
+        self._put(ReportItem("phase", {"phase": name, "since": since}))
 
     def flush(self) -> None:
         """Waits until every report is stored; raises ``ReportFailed`` if one was not."""
@@ -127,9 +128,9 @@ class QueuedReporter:
 
     # -- the writer thread --------------------------------------------------------------
 
-    def _put(self, kind: str, payload: Any) -> None:
+    def _put(self, item: ReportItem) -> None:
         self._raise_if_failed()
-        self._queue.put((kind, payload))
+        self._queue.put(item)
 
     def _raise_if_failed(self) -> None:
         if self._error is not None:
@@ -153,7 +154,7 @@ class QueuedReporter:
                 for _ in items:
                     self._queue.task_done()
 
-    def _write(self, items: list[_Item]) -> None:
+    def _write(self, items: list[ReportItem]) -> None:
         raise NotImplementedError
 
 
@@ -192,25 +193,8 @@ class RunReporter(QueuedReporter):
     ) -> artifacts.Checkpoint | None:
         return artifacts.find_checkpoint(run_dir, step)
 
-    def _write(self, items: list[_Item]) -> None:
-        batch: list[Any] = []
-        for kind, payload in items:
-            if kind == "metrics":
-                batch.append(payload)
-                continue
-            if batch:
-                self.store.record_metrics_batch(self.run_id, batch)
-                batch = []
-            if kind == "video":
-                self.store.record_video(self.run_id, *payload)
-            elif kind == "checkpoint":
-                self.store.record_checkpoint(self.run_id, payload)
-            elif kind == "phase":
-                self.store.record_phase(self.run_id, payload["phase"], payload["since"])
-            else:
-                self.store.record_log(self.run_id, payload)
-        if batch:
-            self.store.record_metrics_batch(self.run_id, batch)
+    def _write(self, items: list[ReportItem]) -> None:
+        self.store.record_items(self.run_id, items)
 
 
 WRITER_NICENESS = 10

@@ -129,11 +129,11 @@ def test_each_run_is_claimed_once_by_concurrent_supervisors(database_url: str, s
 def test_service_events_are_pruned_and_seqs_never_reused(
     database_url: str, stores, monkeypatch: pytest.MonkeyPatch
 ) -> None:  # type: ignore[no-untyped-def]
-    from server.store import run_store
+    from server.store import service_events
 
     store = stores(database_url)
-    monkeypatch.setattr(run_store, "SERVICE_EVENTS_KEPT", 5)
-    monkeypatch.setattr(run_store, "PRUNE_EVERY", 4)
+    monkeypatch.setattr(service_events, "SERVICE_EVENTS_KEPT", 5)
+    monkeypatch.setattr(service_events, "PRUNE_EVERY", 4)
     for i in range(10):  # one "created" event each: seqs 1..10, pruned at 4 and 8
         store.create({}, kind="ppo", name=str(i), tags=[], notes="", total_steps=1)
     assert [e["seq"] for e in store.service_events_after(0)] == list(range(4, 11))
