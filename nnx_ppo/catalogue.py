@@ -19,7 +19,7 @@ from __future__ import annotations
 import difflib
 from pathlib import Path
 
-from nnx_ppo import menagerie
+from nnx_ppo import menagerie, plugins
 
 MENAGERIE_ENV_VAR = menagerie.ENV_VAR
 """Environment variable naming a local MuJoCo Menagerie checkout (wins when set)."""
@@ -127,6 +127,15 @@ def env_names() -> list[str]:
     return [*BUILTIN_ENV_NAMES, *PLAYGROUND_FAMILIES]
 
 
+def plugin_env_names() -> list[str]:
+    """The installed plugin envs (``nnx_ppo.plugins``, entry-point group ``nnx_ppo.envs``),
+    sorted, none imported; a built-in or Playground env's name stays theirs."""
+    installed = plugins.entry_points(plugins.ENV_GROUP)
+    return sorted(
+        n for n in installed if n not in BUILTIN_ENV_NAMES and n not in PLAYGROUND_FAMILIES
+    )
+
+
 def did_you_mean(name: object) -> str:
     """``" (did you mean 'PointReach'?)"`` for a misspelt env name: the known names closest
     to it (``difflib``, case-insensitive); ``""`` when none is close."""
@@ -140,8 +149,13 @@ def did_you_mean(name: object) -> str:
 
 
 def source_of(name: str) -> str:
-    """``"builtin"`` or ``"playground"``."""
-    return "builtin" if name in BUILTIN_ENV_NAMES else "playground"
+    """``"builtin"``, ``"playground"`` or, for a plugin env, ``"plugin:<package>"``."""
+    if name in BUILTIN_ENV_NAMES:
+        return "builtin"
+    if name in PLAYGROUND_FAMILIES:
+        return "playground"
+    entry = plugins.entry_points(plugins.ENV_GROUP).get(name)
+    return "playground" if entry is None else f"plugin:{plugins.package_of(entry)}"
 
 
 def menagerie_root(name: str) -> Path | None:

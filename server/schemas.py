@@ -7,6 +7,7 @@ separate process before anything is queued.
 
 from __future__ import annotations
 
+import re
 from typing import Annotated, Any, Literal
 
 from pydantic import BaseModel, ConfigDict, Field, ValidationInfo, field_validator, model_validator
@@ -34,13 +35,31 @@ class EnvSpec(BaseModel):
     )
 
 
+PLUGIN_KIND = re.compile(r"plugin:[A-Za-z0-9_.\-]{1,100}")
+"""A plugin network's kind (``nnx_ppo.plugins.KIND_PREFIX`` and an entry point's name): a
+name, never a module path (no ``:`` after the prefix); the service only ever looks it up
+among the installed entry points."""
+
+
 class NetworkSpec(BaseModel):
     """The network: ``kind`` picks the factory, the other fields are its keyword arguments
-    (absent fields take the factory's defaults)."""
+    (absent fields take the factory's defaults); a plugin network's arguments are in
+    ``kwargs``."""
 
     model_config = ConfigDict(extra="forbid")
 
-    kind: Literal["mlp", "lstm"] = "mlp"
+    kind: str = Field(
+        default="mlp",
+        max_length=107,
+        description="'mlp', 'lstm', or 'plugin:<name>': a network factory an installed "
+        "package registers under the entry-point group nnx_ppo.networks (only installed "
+        "entry points can be named; nothing is imported by path).",
+    )
+    kwargs: JsonObject | None = Field(
+        default=None,
+        description="A plugin network's keyword arguments, checked against its factory's "
+        "signature and type hints (kind 'plugin:<name>' only).",
+    )
     actor_hidden_sizes: list[int] | None = Field(default=None, max_length=16)
     critic_hidden_sizes: list[int] | None = Field(default=None, max_length=16)
     lstm_size: int | None = Field(default=None, ge=1, le=65536)
@@ -68,6 +87,16 @@ class NetworkSpec(BaseModel):
         description="The observation key the value reads, e.g. 'privileged_state' (the "
         "policy never sees it). Given with policy_obs_key.",
     )
+
+    @field_validator("kind")
+    @classmethod
+    def _known_kind(cls, kind: str) -> str:
+        if kind not in ("mlp", "lstm") and not PLUGIN_KIND.fullmatch(kind):
+            raise ValueError(
+                f"must be 'mlp', 'lstm' or 'plugin:<name>' (an installed plugin network's "
+                f"entry-point name), got {kind!r}"
+            )
+        return kind
 
     @field_validator("actor_hidden_sizes", "critic_hidden_sizes")
     @classmethod
@@ -98,6 +127,23 @@ class NetworkSpec(BaseModel):
         if (key is None) != (info.data["policy_obs_key"] is None):
             raise ValueError("policy_obs_key and value_obs_key must be given together")
         return key
+
+    @model_validator(mode="after")
+    def _plugin_takes_kwargs(self) -> NetworkSpec:
+        plugin = self.kind not in ("mlp", "lstm")
+        if self.kwargs is not None and not plugin:
+            raise ValueError("kwargs applies only to plugin networks (kind 'plugin:<name>')")
+        named = sorted(
+            name
+            for name in self.model_fields_set - {"kind", "kwargs"}
+            if getattr(self, name) is not None
+        )
+        if plugin and named:
+            raise ValueError(
+                f"{', '.join(named)} apply only to kinds 'mlp' and 'lstm': a plugin network "
+                "takes its arguments in kwargs"
+            )
+        return self
 
     def factory_fields(self) -> dict[str, Any]:
         """``{"kind", **set fields}`` as ``presets.make_networks`` takes it."""
@@ -257,7 +303,10 @@ class EnvPublic(BaseModel):
     action_size: int | None = Field(
         default=None, description="Null until the service has loaded the env once."
     )
-    source: Literal["builtin", "playground"]
+    source: str = Field(
+        description="'builtin', 'playground', or 'plugin:<package>' for an env an installed "
+        "package registers (entry-point group nnx_ppo.envs)."
+    )
     details_known: bool = Field(
         default=True, description="False while the sizes are still being learned."
     )

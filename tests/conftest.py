@@ -47,3 +47,13 @@ def pytest_addoption(parser: pytest.Parser) -> None:
         help="tests/envs/test_every_env.py: every available env (make test-envs), "
         "not only the cheap subset",
     )
+
+
+@pytest.fixture(scope="session")
+def example_plugin(tmp_path_factory: pytest.TempPathFactory) -> dict[str, str]:
+    """The example plugin (``tests/plugin_example``: env ``TwoLinkArm``, network
+    ``plugin:tiny``, the broken env ``BrokenArm``) visible as if installed; the environment
+    variables a service needs to see it too (``tests/plugin_fixture.py``)."""
+    from tests.plugin_fixture import make_visible
+
+    return make_visible(tmp_path_factory.mktemp("plugin-site"))

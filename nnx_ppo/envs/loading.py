@@ -8,6 +8,9 @@ Envs that need MuJoCo Menagerie (``nnx_ppo.catalogue.MENAGERIE_ASSETS``) load fr
 wheels of the ``nnx-ppo[menagerie]`` extra (``nnx_ppo.menagerie``). When their assets are
 missing, ``load`` raises ``AssetsMissing`` (a ``ValueError``) naming the
 env, the missing folder and the fix; Playground's own ``git clone`` is never run from here.
+
+Plugin envs (``nnx_ppo.plugins``: the ``nnx_ppo.envs`` entry points of installed packages)
+load by their entry point's name, after the built-in and Playground names.
 """
 
 from __future__ import annotations
@@ -20,7 +23,7 @@ from typing import Any
 
 import jax
 
-from nnx_ppo import catalogue
+from nnx_ppo import catalogue, plugins
 from nnx_ppo.envs.builtin import BUILTIN_ENVS
 from nnx_ppo.envs.wrappers import EpisodeWrapper
 
@@ -35,12 +38,13 @@ class AssetsMissing(ValueError):
 
 def available_envs() -> list[str]:
     """Names that ``load`` accepts: the built-in envs, then MuJoCo Playground's envs
-    (including those whose assets are missing; see ``unavailable_reason``).
+    (including those whose assets are missing; see ``unavailable_reason``), then the
+    installed plugin envs.
 
     Returns:
         The env names, built-in names first.
     """
-    return list(BUILTIN_ENVS) + list(_playground_env_names())
+    return list(BUILTIN_ENVS) + list(_playground_env_names()) + catalogue.plugin_env_names()
 
 
 def unavailable_reason(name: str) -> str | None:
@@ -79,12 +83,15 @@ def load(name: str, overrides: Mapping[str, Any] | None = None) -> EpisodeWrappe
         return _load_builtin(name, overrides)
     if name in _playground_env_names():
         return _load_playground(name, overrides)
+    if name in catalogue.plugin_env_names():
+        return _load_plugin(name, overrides)
     builtin = ", ".join(BUILTIN_ENVS)
     playground = ", ".join(_playground_env_names())
+    installed = ", ".join(catalogue.plugin_env_names())
     raise ValueError(
         f"unknown env name {name!r}{catalogue.did_you_mean(name)}. Built-in envs: {builtin}. "
         "MuJoCo Playground envs: "
-        f"{playground}."
+        f"{playground}." + (f" Plugin envs: {installed}." if installed else "")
     )
 
 
@@ -100,9 +107,9 @@ def describe(name: str) -> dict[str, Any]:
     Returns:
         ``{"name", "observation_size", "action_size", "source"}``, where
         ``observation_size`` is an int or, for dict observations, a dict of shape tuples, and
-        ``source`` is ``"builtin"`` or ``"playground"``; plus ``"reward_streams"`` (the
-        names, for ``reward_streams=`` of the network factories) for an env whose reward
-        is a dict.
+        ``source`` is ``"builtin"``, ``"playground"`` or ``"plugin:<package>"``; plus
+        ``"reward_streams"`` (the names, for ``reward_streams=`` of the network factories)
+        for an env whose reward is a dict.
 
     Raises:
         ValueError: If ``name`` is unknown.
@@ -112,7 +119,7 @@ def describe(name: str) -> dict[str, Any]:
         source = "builtin"
     else:
         env = load(name)
-        source = "playground"
+        source = catalogue.source_of(name)
     entry = {
         "name": name,
         "observation_size": env.observation_size,
@@ -147,6 +154,16 @@ def _load_builtin(name: str, overrides: dict[str, Any]) -> EpisodeWrapper:
     env = env_class(**overrides)
     if episode_length is None:
         episode_length = env.default_episode_length
+    return EpisodeWrapper(env, episode_length)
+
+
+def _load_plugin(name: str, overrides: dict[str, Any]) -> EpisodeWrapper:
+    """A plugin env: its factory takes the overrides (``episode_length`` is the
+    wrapper's), its ``default_episode_length`` (if it has one) sets the horizon."""
+    episode_length = overrides.pop(_EPISODE_LENGTH, None)
+    env = plugins.make_env(name, overrides)
+    if episode_length is None:
+        episode_length = getattr(env, "default_episode_length", _FALLBACK_EPISODE_LENGTH)
     return EpisodeWrapper(env, episode_length)
 
 

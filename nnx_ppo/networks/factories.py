@@ -1,6 +1,7 @@
 """Factories that build the actor-critic networks the service and the examples use.
 
-Both take the run spec's ``network`` fields (minus ``kind``) as keyword arguments. Each
+Both take the run spec's ``network`` fields (minus ``kind``) as keyword arguments; a plugin
+network (``kind = "plugin:<name>"``, ``nnx_ppo.plugins``) takes its spec's ``kwargs``. Each
 network they build carries its recipe (``recipe_of``): the factory and the arguments that
 built it, which a checkpoint records so that ``rebuild`` can make the network again
 without a template (``nnx_ppo.policy.load``).
@@ -15,6 +16,7 @@ from typing import Any
 import numpy as np
 from flax import nnx
 
+from nnx_ppo import plugins
 from nnx_ppo.networks.actor_critic import AsymmetricPPONetwork, PPONetwork, key_slice
 from nnx_ppo.networks.layers import LSTM, MLP, Sequential
 from nnx_ppo.networks.normalizer import Normalizer, flat_size, obs_shapes
@@ -292,12 +294,36 @@ FACTORIES: dict[str, Callable[..., PPONetwork]] = {
     "lstm": make_lstm_actor_critic,
 }
 """The factories by the ``kind`` a run spec's ``network`` names them with."""
+
+
+def factory_for(kind: Any) -> Callable[..., Any]:
+    """The factory of network ``kind``: one of ``FACTORIES``, or for ``"plugin:<name>"``
+    the installed plugin network ``name`` (``nnx_ppo.plugins.make_network``: arguments
+    checked, imported when called), whose networks carry a recipe too.
+
+    Raises:
+        ValueError: If ``kind`` is neither.
+    """
+    if isinstance(kind, str) and kind in FACTORIES:
+        return FACTORIES[kind]
+    if isinstance(kind, str) and kind.startswith(plugins.KIND_PREFIX):
+        name = kind.removeprefix(plugins.KIND_PREFIX)
+
+        def make_plugin_network(obs_size: Any, action_size: int, **kwargs: Any) -> Any:
+            fields = {k: v for k, v in kwargs.items() if k != "rngs"}
+            network = plugins.make_network(name, obs_size, action_size, **kwargs)
+            return _with_recipe(network, kind, obs_size, action_size, fields)
+
+        return make_plugin_network
+    raise ValueError(f"network kind must be 'mlp', 'lstm' or 'plugin:<name>', got {kind!r}")
+
+
 _RECIPE_KEYS = {"kind", "obs_size", "action_size", "fields"}
 
 
 def _with_recipe(
-    network: PPONetwork, kind: str, obs_size: Any, action_size: int, fields: dict[str, Any]
-) -> PPONetwork:
+    network: Any, kind: str, obs_size: Any, action_size: int, fields: dict[str, Any]
+) -> Any:
     """``network`` with its recipe as a JSON string (a static attribute of the module, so
     that copies made by ``nnx.split`` / ``nnx.merge`` keep it). A value JSON cannot hold
     leaves the network without a recipe: it then needs a template to be loaded."""
@@ -331,8 +357,11 @@ def rebuild(recipe: Mapping[str, Any]) -> PPONetwork:
     """
     if not isinstance(recipe, Mapping) or set(recipe) != _RECIPE_KEYS:
         raise ValueError(f"malformed network recipe {recipe!r}")
-    factory = FACTORIES.get(recipe["kind"])
     fields = recipe["fields"]
+    try:
+        factory = factory_for(recipe["kind"])
+    except ValueError:
+        factory = None
     if factory is None or not isinstance(fields, Mapping):
         raise ValueError(f"malformed network recipe {dict(recipe)!r}")
     try:

@@ -28,7 +28,7 @@ from typing import Any
 
 from flax import nnx
 
-from nnx_ppo import catalogue
+from nnx_ppo import catalogue, plugins
 from nnx_ppo.algorithms.config import EvalConfig, PPOConfig, TrainConfig
 from nnx_ppo.envs import randomization
 from nnx_ppo.envs.randomization import RandomizationFn
@@ -190,12 +190,26 @@ def rescaled_minibatches(ppo: PPOConfig, n_envs: int) -> int:
 def make_networks(
     network: dict[str, Any], obs_size: Any, action_size: int, seed: int
 ) -> StatefulModule:
-    """Builds a network from a spec ``{"kind": "mlp" | "lstm", **factory fields}``."""
+    """Builds a network from a spec ``{"kind": "mlp" | "lstm", **factory fields}``, or
+    ``{"kind": "plugin:<name>", "kwargs": {...}}`` for a plugin network
+    (``nnx_ppo.plugins``)."""
     fields = dict(network)
     kind = fields.pop("kind", "mlp")
-    factory = factories.FACTORIES.get(kind)
-    if factory is None:
+    if isinstance(kind, str) and kind.startswith(plugins.KIND_PREFIX):
+        kwargs = fields.pop("kwargs", None) or {}
+        if fields:
+            raise ValueError(
+                f"network kind {kind!r} takes its factory's arguments in kwargs, not "
+                f"{sorted(fields)}"
+            )
+        if "rngs" in kwargs:
+            raise plugins.PluginArgumentError(
+                "rngs", f"network kind {kind!r}: rngs comes from the run's seed, not kwargs"
+            )
+        fields = dict(kwargs)
+    elif kind not in factories.FACTORIES:
         raise ValueError(f"network kind must be 'mlp' or 'lstm', got {kind!r}")
+    factory = factories.factory_for(kind)
     return factory(obs_size, action_size, rngs=nnx.Rngs(seed), **fields)
 
 

@@ -4,6 +4,11 @@ Every name is listed at once, from ``nnx_ppo.catalogue`` (no JAX, no Playground 
 the sizes come from the env catalogue's child process as it loads each env, and an env
 whose sizes are not known yet has ``details_known: false``. An env that cannot load here
 (missing MuJoCo Menagerie assets) is listed with ``available: false`` and the reason.
+
+Plugin envs (installed packages' ``nnx_ppo.envs`` entry points, ``nnx_ppo.plugins``) come
+last, with source ``plugin:<package>``; their names are read without importing them, and
+one whose factory fails to import or to build is marked unavailable with its error once
+the catalogue process has tried it.
 """
 
 from __future__ import annotations
@@ -25,13 +30,11 @@ router = APIRouter(tags=["envs"])
 def list_envs(services: ServicesDep) -> EnvList:
     entries, complete = services.catalogue.entries()
     known = {entry["name"]: entry for entry in entries}
-    names = catalogue.env_names()
-    if not services.catalogue.include_playground:
-        names = [n for n in names if catalogue.source_of(n) == "builtin"]
     items = []
-    for name in names:
-        reason = catalogue.missing_assets(name)
-        entry: dict[str, Any] = {**known.get(name, {}), "details_known": name in known}
+    for name in trainable_names(services.catalogue.include_playground):
+        learned = dict(known.get(name, {}))
+        reason = learned.pop("error", None) or catalogue.missing_assets(name)
+        entry: dict[str, Any] = {**learned, "details_known": name in known}
         entry.update(name=name, source=catalogue.source_of(name))
         randomizer = name in catalogue.RANDOMIZED_ENVS
         items.append(
@@ -49,10 +52,7 @@ def env_preset(
     """The env's preset (``nnx_ppo.presets``) as a run spec: what the dashboard's New Run
     form fills in when the env is picked. ``variant`` defaults to ``gpu`` when a live worker
     runs on a GPU, else ``cpu``."""
-    names = catalogue.env_names()
-    if not services.catalogue.include_playground:
-        names = [n for n in names if catalogue.source_of(n) == "builtin"]
-    if name not in names:
+    if name not in trainable_names(services.catalogue.include_playground):
         raise HTTPException(404, f"env {name!r} not found")
     try:
         answer = services.checker.preset(name, variant or worker_variant(services))
@@ -61,6 +61,15 @@ def env_preset(
     except ValueError as error:
         raise HTTPException(404, str(error)) from None
     return PresetPublic(**answer)
+
+
+def trainable_names(include_playground: bool) -> list[str]:
+    """Every env this service lists: built-in, then Playground's (where listed), then the
+    installed plugin envs."""
+    names = catalogue.env_names()
+    if not include_playground:
+        names = [n for n in names if catalogue.source_of(n) == "builtin"]
+    return [*names, *catalogue.plugin_env_names()]
 
 
 def worker_variant(services: Services) -> Literal["cpu", "gpu"]:

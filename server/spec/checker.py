@@ -18,6 +18,7 @@ from multiprocessing.connection import Connection
 from pathlib import Path
 from typing import Any
 
+from nnx_ppo import plugins
 from server import __version__, child_processes
 
 log = logging.getLogger("nnx_ppo.server")
@@ -78,14 +79,19 @@ def _catalogue_main(path: str, include_playground: bool) -> None:
 
     tmp = f"{path}.tmp"
     entries = []
+    installed = plugins.fingerprint()
     for entry in describe_envs(include_playground):
         entries.append(entry)
         with open(tmp, "w") as f:  # partial results, so that built-ins show at once
-            json.dump({"version": __version__, "complete": False, "items": entries}, f)
+            json.dump(_cache(False, installed, entries), f)
         os.replace(tmp, path)
     with open(tmp, "w") as f:
-        json.dump({"version": __version__, "complete": True, "items": entries}, f)
+        json.dump(_cache(True, installed, entries), f)
     os.replace(tmp, path)
+
+
+def _cache(complete: bool, installed: list[str], items: list[Any]) -> dict[str, Any]:
+    return {"version": __version__, "plugins": installed, "complete": complete, "items": items}
 
 
 class SpecChecker:
@@ -191,7 +197,8 @@ class SpecChecker:
 
 class EnvCatalogue:
     """The env list for ``GET /api/envs``, read from a cache file that a child process
-    fills (built-in envs first, then MuJoCo Playground's)."""
+    fills (built-in envs first, then the plugin envs, then MuJoCo Playground's); the cache
+    is kept while the library version and the installed plugins are the same."""
 
     def __init__(self, data_dir: Path, include_playground: bool = True):
         self.path = data_dir / ("envs.json" if include_playground else "envs-builtin.json")
@@ -200,7 +207,12 @@ class EnvCatalogue:
 
     def start(self) -> None:
         cached = self._read()
-        if cached is not None and cached.get("complete") and cached.get("version") == __version__:
+        if (
+            cached is not None
+            and cached.get("complete")
+            and cached.get("version") == __version__
+            and cached.get("plugins") == plugins.fingerprint()
+        ):
             return
         ctx = mp.get_context("spawn")
         self._process = ctx.Process(

@@ -13,7 +13,7 @@ import typing
 from collections.abc import Iterator, Mapping
 from typing import Any
 
-from nnx_ppo import catalogue
+from nnx_ppo import catalogue, plugins
 from nnx_ppo.algorithms.config import (
     DistillationConfig,
     DistillationTrainConfig,
@@ -257,8 +257,9 @@ def check_spec(
     try:
         env = envs.load(env_spec["name"], env_spec.get("overrides") or {})
     except ValueError as error:
-        # Missing Menagerie assets are the env's fault, not its overrides'.
-        missing = isinstance(error, envs.AssetsMissing)
+        # Missing Menagerie assets (or a plugin that fails) are the env's fault, not its
+        # overrides'.
+        missing = isinstance(error, envs.AssetsMissing | plugins.PluginUnavailable)
         known = env_spec["name"] in envs.available_envs() and not missing
         loc: Loc = ("env", "overrides") if known else ("env", "name")
         errors.append(SpecError(loc, str(error)).as_detail())
@@ -289,7 +290,8 @@ def check_spec(
             built[where] = make_networks(fields, env.observation_size, env.action_size, 0)
             check_compatible(env, built[where])
         except (TypeError, ValueError) as error:
-            errors.append(SpecError(_network_loc(where, str(error)), str(error)).as_detail())
+            loc = _plugin_loc(where, error) or _network_loc(where, str(error))
+            errors.append(SpecError(loc, str(error)).as_detail())
     if resume_checkpoint is not None and config is not None and "network" in built:
         randomized = bool(env_spec.get("randomize"))
         errors += _resume_errors(resume_checkpoint, built["network"], config, randomized)
@@ -363,7 +365,8 @@ def network_fields(fields: dict[str, Any], env: Any) -> dict[str, Any]:
     per stream of a dict reward) unless the spec names them."""
     from nnx_ppo.envs.loading import reward_streams
 
-    if fields.get("reward_streams") is None:
+    plugin = str(fields.get("kind", "")).startswith(plugins.KIND_PREFIX)
+    if fields.get("reward_streams") is None and not plugin:  # a plugin's are its own
         streams = reward_streams(env)
         if streams is not None:
             return {**fields, "reward_streams": streams}
@@ -388,6 +391,15 @@ _NETWORK_FIELDS = (
     "policy_obs_key",
     "value_obs_key",
 )
+
+
+def _plugin_loc(where: str, error: Exception) -> Loc | None:
+    """A plugin network's refusal: on the argument it names, else on ``kind``."""
+    if isinstance(error, plugins.PluginArgumentError):
+        return (where, "kwargs", error.argument)
+    if isinstance(error, plugins.PluginError):
+        return (where, "kind")
+    return None
 
 
 def _network_loc(where: str, message: str) -> Loc:
@@ -419,17 +431,24 @@ def describe_envs(include_playground: bool = True) -> Iterator[dict[str, Any]]:
     from nnx_ppo import envs
 
     yield from _describe(list(envs.BUILTIN_ENVS))  # first: importing Playground is slow
+    yield from _describe(catalogue.plugin_env_names(), failures=True)
     if include_playground:
         yield from _describe([n for n in envs.available_envs() if n not in envs.BUILTIN_ENVS])
 
 
-def _describe(names: list[str]) -> Iterator[dict[str, Any]]:
+def _describe(names: list[str], failures: bool = False) -> Iterator[dict[str, Any]]:
+    """``envs.describe`` of each env; one that fails is left out (e.g. assets that cannot
+    be fetched offline), or with ``failures`` given as ``{"name", "source", "error"}``
+    (a plugin that fails to import or to build is listed with its error)."""
     from nnx_ppo import envs
 
     for name in names:
         try:
             entry = envs.describe(name)
-        except Exception:  # e.g. assets that cannot be fetched offline: not listed
+        except Exception as error:
+            if failures:
+                message = f"{type(error).__name__}: {error}"
+                yield {"name": name, "source": catalogue.source_of(name), "error": message}
             continue
         size = entry["observation_size"]
         if isinstance(size, Mapping):

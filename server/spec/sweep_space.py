@@ -38,13 +38,14 @@ FIELD = re.compile(r"[A-Za-z_][A-Za-z0-9_]{0,63}")
 
 def path_problem(path: str) -> str | None:
     """Why ``path`` is not a path a space may name (None when it is one): ``config.<field>``
-    (nested up to 4 deep), ``network.<field>`` or ``env.overrides.<field>``."""
+    (nested up to 4 deep), ``network.<field>`` (``network.kwargs.<argument>`` for a plugin
+    network) or ``env.overrides.<field>``."""
     parts = path.split(".")
     if not all(FIELD.fullmatch(p) for p in parts):
         return "its parts must be field names joined by dots"
     if parts[0] == "config" and 2 <= len(parts) <= 5:
         return None
-    if parts[0] == "network" and len(parts) == 2:
+    if parts[0] == "network" and (len(parts) == 2 or (len(parts) == 3 and parts[1] == "kwargs")):
         return None
     if parts[:2] == ["env", "overrides"] and len(parts) == 3:
         return None

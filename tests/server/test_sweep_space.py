@@ -6,7 +6,14 @@ from __future__ import annotations
 import pytest
 from pydantic import ValidationError
 
-from server.spec.sweep_space import PathError, SpaceEntry, SweepCreate, variants, with_values
+from server.spec.sweep_space import (
+    PathError,
+    SpaceEntry,
+    SweepCreate,
+    path_problem,
+    variants,
+    with_values,
+)
 from tests.service_harness import tiny_ppo_spec
 
 
@@ -61,3 +68,13 @@ def test_variants_and_values_in_the_spec() -> None:
 def test_the_schema_refuses(space: dict, message: str) -> None:  # type: ignore[type-arg]
     with pytest.raises(ValidationError, match=message):
         SweepCreate.model_validate({"spec": tiny_ppo_spec(), "space": space})
+
+
+def test_a_plugin_networks_arguments_may_be_swept() -> None:
+    assert path_problem("network.kwargs.hidden") is None
+    assert path_problem("network.kwargs.hidden.deeper") is not None
+    assert path_problem("network.actor.hidden") is not None
+    spec = {"network": {"kind": "plugin:tiny"}}
+    assert with_values(spec, {"network.kwargs.hidden": 8}) == {
+        "network": {"kind": "plugin:tiny", "kwargs": {"hidden": 8}}
+    }

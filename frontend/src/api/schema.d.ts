@@ -446,9 +446,9 @@ export interface components {
             reward_streams?: string[] | null;
             /**
              * Source
-             * @enum {string}
+             * @description 'builtin', 'playground', or 'plugin:<package>' for an env an installed package registers (entry-point group nnx_ppo.envs).
              */
-            source: "builtin" | "playground";
+            source: string;
         };
         /** EnvSpec */
         EnvSpec: {
@@ -523,7 +523,8 @@ export interface components {
         /**
          * NetworkSpec
          * @description The network: ``kind`` picks the factory, the other fields are its keyword arguments
-         *     (absent fields take the factory's defaults).
+         *     (absent fields take the factory's defaults); a plugin network's arguments are in
+         *     ``kwargs``.
          */
         NetworkSpec: {
             /** Activation */
@@ -536,10 +537,17 @@ export interface components {
             entropy_weight?: number | null;
             /**
              * Kind
+             * @description 'mlp', 'lstm', or 'plugin:<name>': a network factory an installed package registers under the entry-point group nnx_ppo.networks (only installed entry points can be named; nothing is imported by path).
              * @default mlp
-             * @enum {string}
              */
-            kind?: "mlp" | "lstm";
+            kind?: string;
+            /**
+             * Kwargs
+             * @description A plugin network's keyword arguments, checked against its factory's signature and type hints (kind 'plugin:<name>' only).
+             */
+            kwargs?: {
+                [key: string]: unknown;
+            } | null;
             /** Lstm Size */
             lstm_size?: number | null;
             /** Min Std */
