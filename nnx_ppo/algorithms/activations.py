@@ -6,8 +6,8 @@ from typing import Any
 
 import jax
 import jax.numpy as jnp
-from flax import nnx
 
+from nnx_ppo.algorithms.module_scan import scan_with_modules
 from nnx_ppo.algorithms.types import RLEnv
 from nnx_ppo.networks.base import StatefulModule
 from nnx_ppo.networks.recording import activations_from_metrics, with_recording
@@ -55,21 +55,19 @@ def record_activations_rollout(
     _require_positive_int("max_episode_length", max_episode_length)
     recorder: Any = with_recording(networks)
     recorder.eval()
-    graphdef, state = nnx.split(recorder)
     key_reset, _ = jax.random.split(key)
     env_state = jax.vmap(env.reset)(jax.random.split(key_reset, n_envs))
     network_state = recorder.initialize_state(n_envs)
 
-    def body(carry: tuple[Any, ...], _: Any) -> tuple[tuple[Any, ...], tuple[Any, jax.Array]]:
-        module_state, env_s, net_s, done = carry
-        m: Any = nnx.merge(graphdef, module_state)
+    def body(m: Any, carry: tuple[Any, ...], _: Any) -> tuple[tuple[Any, ...], Any]:
+        env_s, net_s, done = carry
         out = m(net_s, env_s.obs)
         env_s = jax.vmap(env.step)(env_s, out.output.actions)
         next_done = jnp.logical_or(done, env_s.done > 0.5)
         step = (activations_from_metrics(out.metrics), done)
-        return (nnx.state(m), env_s, out.next_state, next_done), step
+        return (env_s, out.next_state, next_done), step
 
     done = jnp.zeros((n_envs,), bool)
-    init = (state, env_state, network_state, done)
-    _, (activations, dones) = jax.lax.scan(body, init, None, length=max_episode_length)
+    init = (env_state, network_state, done)
+    _, (activations, dones), _ = scan_with_modules(body, recorder, init, length=max_episode_length)
     return activations, dones

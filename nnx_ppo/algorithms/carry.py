@@ -8,16 +8,17 @@ the carry; ``merge_state`` rebuilds module objects from it inside or outside ``j
 
 from __future__ import annotations
 
-from typing import TYPE_CHECKING, Any, Literal
+from typing import TYPE_CHECKING, Any
 
 import jax
 import jax.numpy as jnp
 from flax import nnx, struct
 
+from nnx_ppo.algorithms.registry import Kind as Kind
+from nnx_ppo.algorithms.registry import algorithm_for
 from nnx_ppo.algorithms.types import DistillationState, TrainingState
 
 State = TrainingState | DistillationState
-Kind = Literal["ppo", "distillation"]
 
 
 @struct.dataclass
@@ -49,25 +50,21 @@ class LoopCarry:
 
 
 def _modules(state: State) -> tuple[nnx.Module, nnx.Optimizer]:
-    if isinstance(state, DistillationState):
-        return state.student, state.optimizer
-    return state.networks, state.optimizer
+    return getattr(state, algorithm_for(state).network_field), state.optimizer
 
 
 def carry_of(state: State, module_state: Any) -> LoopCarry:
     """The carry of ``state`` whose modules' ``nnx.State`` is ``module_state``."""
-    if isinstance(state, DistillationState):
-        return LoopCarry(
-            module_state,
-            state.student_states,
-            state.env_states,
-            state.rng_key,
-            state.steps_taken,
-            state.teacher_states,
-            kind="distillation",
-        )
+    algorithm = algorithm_for(state)
+    teacher = algorithm.teacher_states_field
     return LoopCarry(
-        module_state, state.network_states, state.env_states, state.rng_key, state.steps_taken
+        module_state,
+        getattr(state, algorithm.network_states_field),
+        state.env_states,
+        state.rng_key,
+        state.steps_taken,
+        None if teacher is None else getattr(state, teacher),
+        kind=algorithm.name,
     )
 
 
@@ -81,24 +78,21 @@ def split_state(state: State) -> tuple[Any, LoopCarry]:
 def merge_state(graphdef: Any, carry: LoopCarry) -> State:
     """The public state (with new module objects) of a carry."""
     network, optimizer = nnx.merge(graphdef, carry.modules)
-    if carry.kind == "distillation":
-        return DistillationState(
-            student=network,
-            student_states=carry.network_states,
-            teacher_states=carry.teacher_states,
-            env_states=carry.env_states,
-            optimizer=optimizer,
-            rng_key=carry.rng_key,
-            steps_taken=carry.steps_taken,
-        )
-    return TrainingState(
-        networks=network,
-        network_states=carry.network_states,
+    algorithm = algorithm_for(carry.kind)
+    fields = {
+        algorithm.network_field: network,
+        algorithm.network_states_field: carry.network_states,
+    }
+    if algorithm.teacher_states_field is not None:
+        fields[algorithm.teacher_states_field] = carry.teacher_states
+    state: State = algorithm.state_class(
+        **fields,
         env_states=carry.env_states,
         optimizer=optimizer,
         rng_key=carry.rng_key,
         steps_taken=carry.steps_taken,
     )
+    return state
 
 
 def traced_step(graphdef: Any, step: Any) -> Any:
@@ -117,9 +111,7 @@ def adopt(initial: State, final: State) -> State:
     trained values (their buffers were never donated)."""
     nnx.update(_modules(initial), nnx.state(_modules(final)))
     network, optimizer = _modules(initial)
-    if isinstance(final, DistillationState):
-        return final.replace(student=network, optimizer=optimizer)
-    return final.replace(networks=network, optimizer=optimizer)
+    return final.replace(**{algorithm_for(final).network_field: network}, optimizer=optimizer)
 
 
 def check_n_envs(env_states: Any, n_envs: int, field: str) -> None:

@@ -32,7 +32,15 @@ from nnx_ppo.algorithms.distillation_step import (
     new_distillation_state,
     unroll_distillation,
 )
-from nnx_ppo.algorithms.host_loop import Callbacks, LogFn, PhaseFn, StopFn, run_training
+from nnx_ppo.algorithms.host_loop import (
+    Callbacks,
+    LogFn,
+    PhaseFn,
+    Programs,
+    StopFn,
+    run_training,
+)
+from nnx_ppo.algorithms.program_cache import ProgramCache
 from nnx_ppo.algorithms.training import resolve_config, schedule_of
 from nnx_ppo.algorithms.types import DistillationState, RLEnv, TrainingState
 from nnx_ppo.algorithms.video import check_renderable
@@ -122,6 +130,7 @@ def train_distillation(
     video_fn: Callable[[VideoData], None] | None = None,
     phase_fn: PhaseFn | None = None,
     randomization_fn: RandomizationFn | None = None,
+    program_cache: ProgramCache | None = None,
 ) -> DistillationTrainResult:
     """Distill ``teacher`` into ``student``.
 
@@ -158,6 +167,10 @@ def train_distillation(
         randomization_fn: As in ``train_ppo``: each of the ``config.distillation.n_envs``
             envs steps its own variant of ``env``'s model (carried in its state, so a
             resumed run steps the same ones); evaluation uses the nominal model.
+        program_cache: As in ``train_ppo``: the jitted training chunk and evaluator are
+            loaded from this cache of lowered programs or stored there. Its ``identity``
+            must name the env, the student and the teacher network (the teacher's
+            variables are an argument of the program, its graph definition is in the key).
 
     Returns:
         ``DistillationTrainResult`` with the final state, metrics and eval history.
@@ -196,7 +209,14 @@ def train_distillation(
         return distillation_iteration(train_env, teacher, state, d)
 
     callbacks = Callbacks(log_fn, checkpoint_fn, video_fn, should_stop, phase_fn)
-    result = run_training(step, initial_state, teacher_vars, eval_env or env, schedule, callbacks)
+    programs = None
+    if program_cache is not None:
+        static = {"algorithm": "distillation", "distillation": d, "teacher": repr(teacher_graphdef)}
+        programs = Programs(program_cache, static, eval_env is None or eval_env is env)
+    eval_env = eval_env or env
+    result = run_training(
+        step, initial_state, teacher_vars, eval_env, schedule, callbacks, programs
+    )
     assert isinstance(result.state, DistillationState)
     return DistillationTrainResult(**result.fields())
 

@@ -16,6 +16,8 @@ from flax import nnx
 from nnx_ppo.algorithms.config import DistillationConfig
 from nnx_ppo.algorithms.distillation_losses import distillation_loss
 from nnx_ppo.algorithms.metrics import compute_metrics, log_weight_stats
+from nnx_ppo.algorithms.module_scan import eval_copy as eval_copy
+from nnx_ppo.algorithms.module_scan import unroll
 from nnx_ppo.algorithms.rollout import reset_done, tree_where, truncation_flags
 from nnx_ppo.algorithms.step import advance, new_training_state, optimize
 from nnx_ppo.algorithms.types import (
@@ -28,14 +30,6 @@ from nnx_ppo.algorithms.types import (
 from nnx_ppo.networks.actor_critic import update_statistics
 from nnx_ppo.networks.base import StatefulModule
 from nnx_ppo.networks.types import StatefulOutput
-
-
-def eval_copy(module: StatefulModule) -> StatefulModule:
-    """A copy of ``module`` in eval mode (deterministic sampler); ``module`` is unchanged."""
-    graphdef, state = nnx.split(module)
-    copy: Any = nnx.merge(graphdef, state)
-    copy.eval()
-    return copy
 
 
 def new_distillation_state(
@@ -144,21 +138,17 @@ def unroll_distillation(
         ``(env_state, student_state, teacher_state, transitions)``; ``transitions`` leaves
         are ``[T, B, ...]`` (time-major).
     """
-    student_graphdef, student_vars = nnx.split(student)
-    teacher_graphdef, teacher_vars = nnx.split(teacher)
-    keys = jax.random.split(rng_key_for_env_reset, unroll_length)
 
-    def body(carry: tuple[Any, ...], key: jax.Array) -> tuple[tuple[Any, ...], Any]:
-        s_vars, t_vars, states = carry
-        s_module: Any = nnx.merge(student_graphdef, s_vars)
-        t_module: Any = nnx.merge(teacher_graphdef, t_vars)
-        states, transition = distillation_transition(env, s_module, t_module, states, key)
-        return (nnx.state(s_module), nnx.state(t_module), states), transition
+    def transition(modules: Any, carry: Any, key: jax.Array) -> tuple[Any, Any]:
+        live_student, live_teacher = modules
+        return distillation_transition(env, live_student, live_teacher, carry, key)
 
-    init = (student_vars, teacher_vars, (env_state, student_state, teacher_state))
-    (student_vars, _, states), transitions = jax.lax.scan(body, init, keys)
-    nnx.update(student, student_vars)
-    return (*states, transitions)
+    carry = (env_state, student_state, teacher_state)
+    carry, transitions, module_state = unroll(
+        transition, (student, teacher), carry, unroll_length, rng_key_for_env_reset
+    )
+    nnx.update(student, module_state[0])  # the teacher's changes are discarded
+    return (*carry, transitions)
 
 
 def distillation_step(

@@ -9,6 +9,7 @@ import jax
 import jax.numpy as jnp
 from flax import nnx
 
+from nnx_ppo.algorithms.module_scan import scan_with_modules
 from nnx_ppo.algorithms.rollout import tree_where
 from nnx_ppo.algorithms.streams import check_streams, stream_names, sum_leaves
 from nnx_ppo.algorithms.types import LoggingLevel, Transition
@@ -132,20 +133,17 @@ def replay_scan(
     """Steps a stateful network over ``[T, B]`` inputs, resetting its state after each step
     where ``done``; returns ``select(output)`` of every step stacked on a ``[T]`` axis, the
     module after the last step, and its state after the last step (not reset)."""
-    graphdef, module_state = nnx.split(networks)
     reset_before = jnp.concatenate([jnp.zeros_like(done[:1]), done[:-1]], axis=0)
 
-    def body(carry: tuple[Any, Any], x: tuple[Any, Any, jax.Array]) -> tuple[Any, Any]:
-        mod_state, state = carry
+    def body(module: Any, state: Any, x: tuple[Any, Any, jax.Array]) -> tuple[Any, Any]:
         step_obs, extras, reset = x
-        module: Any = nnx.merge(graphdef, mod_state)
         state = tree_where(reset, module.reset_state(state), state)
         out = module(state, step_obs, extras)
-        return (nnx.state(module), out.next_state), select(out)
+        return out.next_state, select(out)
 
     xs = (obs, rollout_extras, reset_before)
-    (module_state, state), ys = jax.lax.scan(body, (module_state, network_state), xs)
-    return ys, nnx.merge(graphdef, module_state), state
+    state, ys, module_state = scan_with_modules(body, networks, network_state, xs)
+    return ys, nnx.merge(nnx.graphdef(networks), module_state), state
 
 
 def ppo_loss(

@@ -13,8 +13,8 @@ from typing import Any, NamedTuple
 import jax
 import jax.numpy as jnp
 import numpy as np
-from flax import nnx
 
+from nnx_ppo.algorithms.module_scan import eval_copy, scan_with_modules
 from nnx_ppo.algorithms.streams import sum_leaves
 from nnx_ppo.algorithms.types import RLEnv
 from nnx_ppo.networks.base import StatefulModule
@@ -99,28 +99,24 @@ def eval_rollout_for_render_scan(
     is_int = isinstance(max_episode_length, int) and not isinstance(max_episode_length, bool)
     if not is_int or max_episode_length <= 0:
         raise ValueError(f"max_episode_length must be a positive int, got {max_episode_length!r}")
-    graphdef, state = nnx.split(networks)
-    module: Any = nnx.merge(graphdef, state)  # a copy: eval() must not reach the caller's module
-    module.eval()
-    graphdef, state = nnx.split(module)
+    module = eval_copy(networks)  # eval() must not reach the caller's module
     key_reset, _ = jax.random.split(key)
     env_state = env.reset(key_reset)
     network_state = module.initialize_state(1)
 
-    def body(carry: tuple[Any, ...], _: Any) -> tuple[tuple[Any, ...], SlimState]:
-        module_state, env_s, net_s, done, total = carry
-        m: Any = nnx.merge(graphdef, module_state)
+    def body(m: Any, carry: tuple[Any, ...], _: Any) -> tuple[tuple[Any, ...], SlimState]:
+        env_s, net_s, done, total = carry
         obs = jax.tree.map(lambda x: x[None], env_s.obs)
         out = m(net_s, obs)
         stepped = env.step(env_s, out.output.actions[0])
         total = total + jnp.where(done, 0.0, sum_leaves(jax.tree.leaves(stepped.reward)))
         next_env_s = _where(done, env_s, stepped)
         done = jnp.logical_or(done, stepped.done > 0.5)
-        return (nnx.state(m), next_env_s, out.next_state, done, total), slim_state(env_s)
+        return (next_env_s, out.next_state, done, total), slim_state(env_s)
 
-    init = (state, env_state, network_state, jnp.asarray(False), jnp.zeros((), jnp.float32))
-    final, stacked = jax.lax.scan(body, init, None, length=max_episode_length)
-    _, final_env_state, _, _, total_reward = final
+    init = (env_state, network_state, jnp.asarray(False), jnp.zeros((), jnp.float32))
+    final, stacked, _ = scan_with_modules(body, module, init, length=max_episode_length)
+    final_env_state, _, _, total_reward = final
     return stacked, slim_state(final_env_state), total_reward
 
 

@@ -1,8 +1,8 @@
 """Rollouts: stepping batched envs with a stateful network, and evaluation episodes.
 
 Everything here is traceable (called inside ``jax.jit``). Networks are ``nnx`` modules; each
-scan carries the module's ``nnx.State`` explicitly (``nnx.split`` once, ``nnx.merge`` in
-the body) so that random-number counters advance without leaking tracers.
+scan carries the module's ``nnx.State`` explicitly (``module_scan``: ``nnx.split`` once,
+``nnx.merge`` in the body) so that random-number counters advance without leaking tracers.
 """
 
 from __future__ import annotations
@@ -14,6 +14,7 @@ import jax.numpy as jnp
 from flax import nnx
 
 from nnx_ppo.algorithms.activations import record_activations_rollout as record_activations_rollout
+from nnx_ppo.algorithms.module_scan import eval_copy, scan_with_modules, unroll
 from nnx_ppo.algorithms.render_rollout import SlimData as SlimData
 from nnx_ppo.algorithms.render_rollout import SlimState as SlimState
 from nnx_ppo.algorithms.render_rollout import (
@@ -144,20 +145,16 @@ def unroll_env(
         ``(env_state, network_state, transitions)`` where ``transitions`` leaves are
         ``[T, B, ...]`` (time-major).
     """
-    graphdef, net_state = nnx.split(networks)
-    keys = jax.random.split(rng_key_for_env_reset, unroll_length)
 
-    def body(carry: tuple[Any, Any, Any], key: jax.Array) -> tuple[Any, Transition]:
-        module_state, env_s, net_s = carry
-        module: Any = nnx.merge(graphdef, module_state)
-        (env_s, net_s), transition = single_transition(env, module, (env_s, net_s), key)
-        return (nnx.state(module), env_s, net_s), transition
+    def transition(module: Any, carry: Any, key: jax.Array) -> tuple[Any, Transition]:
+        return single_transition(env, module, carry, key)
 
-    (net_state, env_state, network_state), transitions = jax.lax.scan(
-        body, (net_state, env_state, network_state), keys
+    carry = (env_state, network_state)
+    carry, transitions, module_state = unroll(
+        transition, networks, carry, unroll_length, rng_key_for_env_reset
     )
-    nnx.update(networks, net_state)
-    return env_state, network_state, transitions
+    nnx.update(networks, module_state)
+    return *carry, transitions
 
 
 def eval_rollout(
@@ -183,10 +180,7 @@ def eval_rollout(
         several reward streams, ``eval/episode_reward`` is their sum and
         ``eval/episode_reward/{stream}`` each stream's mean.
     """
-    graphdef, state = nnx.split(networks)
-    module: Any = nnx.merge(graphdef, state)
-    module.eval()
-    graphdef, state = nnx.split(module)
+    module = eval_copy(networks)
     key_reset, _ = jax.random.split(key)
     env_state = reset_envs(env, jax.random.split(key_reset, n_envs))
     network_state = module.initialize_state(n_envs)
@@ -194,9 +188,8 @@ def eval_rollout(
     env_sums = _env_metric_sums(env_state, n_envs, logging_level)
     stream_sums = jax.tree.map(lambda _: zeros, env_state.reward)
 
-    def body(carry: tuple[Any, ...], _: Any) -> tuple[tuple[Any, ...], None]:
-        module_state, env_s, net_s, done, streams, length, sums = carry
-        m: Any = nnx.merge(graphdef, module_state)
+    def body(m: Any, carry: tuple[Any, ...], _: Any) -> tuple[tuple[Any, ...], None]:
+        env_s, net_s, done, streams, length, sums = carry
         out = m(net_s, env_s.obs)
         env_s = jax.vmap(env.step)(env_s, out.output.actions)
         live = jnp.logical_not(done)
@@ -204,11 +197,11 @@ def eval_rollout(
         length = length + live
         sums = {k: v + jnp.where(live, env_s.metrics[k], 0.0) for k, v in sums.items()}
         done = jnp.logical_or(done, env_s.done > 0.5)
-        return (nnx.state(m), env_s, out.next_state, done, streams, length, sums), None
+        return (env_s, out.next_state, done, streams, length, sums), None
 
-    init = (state, env_state, network_state, zeros > 1.0, stream_sums, zeros, env_sums)
-    final, _ = jax.lax.scan(body, init, None, length=max_episode_length)
-    _, _, _, _, streams, length, sums = final
+    init = (env_state, network_state, zeros > 1.0, stream_sums, zeros, env_sums)
+    final, _, _ = scan_with_modules(body, module, init, length=max_episode_length)
+    _, _, _, streams, length, sums = final
     reward = sum_leaves(jax.tree.leaves(streams))
     metrics = {"eval/episode_reward": jnp.mean(reward), "eval/episode_length": jnp.mean(length)}
     metrics.update(_spread("eval/episode_reward", reward, logging_percentiles))

@@ -25,6 +25,7 @@ from nnx_ppo.algorithms.host_loop import (
     run_training,
 )
 from nnx_ppo.algorithms.program_cache import ProgramCache
+from nnx_ppo.algorithms.registry import algorithm_for
 from nnx_ppo.algorithms.sharding import check_devices
 from nnx_ppo.algorithms.step import new_training_state, ppo_iteration
 from nnx_ppo.algorithms.streams import check_streams
@@ -61,7 +62,7 @@ def resolve_config(
     if not isinstance(config, kind):
         raise ValueError(f"config must be a {kind.__name__}, got {type(config).__name__}")
     if total_steps is not None:
-        section = "ppo" if kind is TrainConfig else "distillation"
+        section = algorithm_for(kind).section
         inner = dataclasses.replace(getattr(config, section), total_steps=total_steps)
         config = dataclasses.replace(config, **{section: inner})
     if seed is not None:
@@ -71,7 +72,7 @@ def resolve_config(
 
 def schedule_of(config: TrainConfig | DistillationTrainConfig) -> Schedule:
     """The host loop's schedule of a training config."""
-    section = "ppo" if isinstance(config, TrainConfig) else "distillation"
+    section = algorithm_for(config).section
     inner = getattr(config, section)
     return Schedule(
         total_steps=inner.total_steps,

@@ -22,6 +22,7 @@ from nnx_ppo.algorithms.config import (
     TrainConfig,
     VideoConfig,
 )
+from nnx_ppo.algorithms.registry import algorithm_for
 from nnx_ppo.algorithms.types import LoggingLevel
 from server.schemas import NetworkSpec
 
@@ -80,8 +81,8 @@ def config_errors(
 def _config_or_errors(
     kind: str, raw: Any, errors: list[SpecError]
 ) -> TrainConfig | DistillationTrainConfig | None:
-    top = DistillationTrainConfig if kind == "distillation" else TrainConfig
-    section = "distillation" if kind == "distillation" else "ppo"
+    algorithm = algorithm_for(kind)
+    top, section = algorithm.config_class, algorithm.section
     config: TrainConfig | DistillationTrainConfig | None = _build(top, raw, ("config",), errors)
     if config is not None and total_steps(config) > MAX_TOTAL_STEPS:
         errors.append(
@@ -227,9 +228,8 @@ def _logging_level(value: Any) -> LoggingLevel:
 
 
 def total_steps(config: TrainConfig | DistillationTrainConfig) -> int:
-    if isinstance(config, DistillationTrainConfig):
-        return config.distillation.total_steps
-    return config.ppo.total_steps
+    total: int = algorithm_for(config).loop_config(config).total_steps
+    return total
 
 
 def check_spec(
@@ -321,7 +321,7 @@ def _resume_errors(
     ``randomized``) from the checkpoint at ``path``, on the field that causes each."""
     from nnx_ppo.algorithms.checkpointing import checkpoint_misfits
 
-    section = "ppo" if isinstance(config, TrainConfig) else "distillation"
+    section = algorithm_for(config).section
     n_envs = getattr(config, section).n_envs
     try:
         misfits = checkpoint_misfits(path, network, n_envs, randomized)

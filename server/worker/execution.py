@@ -18,16 +18,11 @@ from typing import Any
 import jax
 
 from nnx_ppo import catalogue, envs
-from nnx_ppo.algorithms import checkpointing
 from nnx_ppo.algorithms.config import DistillationTrainConfig, TrainConfig, VideoData
-from nnx_ppo.algorithms.distillation import (
-    load_distillation_state,
-    make_distillation_checkpoint_fn,
-    train_distillation,
-)
 from nnx_ppo.algorithms.program_cache import ProgramCache
+from nnx_ppo.algorithms.registry import algorithm_for
 from nnx_ppo.algorithms.teacher import load_teacher
-from nnx_ppo.algorithms.training import NonFiniteError, train_ppo, training_state_for
+from nnx_ppo.algorithms.training import NonFiniteError
 from nnx_ppo.algorithms.video import encode_mp4
 from nnx_ppo.envs.randomization import randomizer
 from nnx_ppo.presets import make_networks
@@ -96,7 +91,8 @@ class RunExecution:
         )
         self._log_placement()
         config = self._with_devices(make_config(self.spec["kind"], self.spec.get("config") or {}))
-        loop = config.distillation if isinstance(config, DistillationTrainConfig) else config.ppo
+        algorithm = algorithm_for(config)
+        loop = algorithm.loop_config(config)
         progress = RunProgress(self.reporter.phase, log, loop.total_steps)
         self.progress = progress
         progress.phase("compiling")
@@ -118,29 +114,22 @@ class RunExecution:
         started = time.monotonic()
         initial: Any = None
         try:
-            if isinstance(config, DistillationTrainConfig):
-                teacher = self._teacher(env)
-                if start is not None:
-                    initial = load_distillation_state(str(start), env, networks, teacher, config)
-                    self._resuming(start, int(initial.steps_taken))
-                log("compiling and training (the first iteration includes the compile)")
-                train_distillation(
-                    env, networks, teacher, config, initial_state=initial, **callbacks
-                )
-            else:
-                if start is not None:
-                    initial = self._load_ppo_state(start, env, networks, config)
-                    self._resuming(start, int(initial.steps_taken))
-                log("compiling and training (the first iteration includes the compile)")
-                programs = self._program_cache(network_spec)
-                train_ppo(
-                    env,
-                    networks,
-                    config,
-                    initial_state=initial,
-                    program_cache=programs,
-                    **callbacks,
-                )
+            teacher, teacher_network = (
+                self._teacher(env) if algorithm.needs_teacher else (None, None)
+            )
+            if start is not None:
+                initial = algorithm.load_state(str(start), env, networks, config, teacher)
+                self._resuming(start, int(initial.steps_taken))
+            log("compiling and training (the first iteration includes the compile)")
+            algorithm.train(
+                env,
+                networks,
+                config,
+                teacher=teacher,
+                initial_state=initial,
+                program_cache=self._program_cache(network_spec, teacher_network),
+                **callbacks,
+            )
         except NonFiniteError as error:  # the library's guard: metrics up to it are logged
             self.reporter.flush()
             log(f"stopped: diverged: {error}")
@@ -181,10 +170,13 @@ class RunExecution:
             return config
         return dataclasses.replace(config, devices=self.placement.count)
 
-    def _program_cache(self, network_spec: dict[str, Any]) -> ProgramCache:
+    def _program_cache(
+        self, network_spec: dict[str, Any], teacher_network: dict[str, Any] | None = None
+    ) -> ProgramCache:
         """The lowered programs of this run's configuration, stored next to JAX's compilation
-        cache: keyed by the env (name, overrides, Menagerie folder) and the network spec
-        here, by the config, shapes and versions in the library."""
+        cache: keyed by the env (name, overrides, Menagerie folder), the network spec and a
+        distillation's teacher network spec here, by the config, shapes and versions in the
+        library (a teacher's weights are an argument of the program, not part of it)."""
         env_spec = self.spec["env"]
         identity: dict[str, Any] = {
             "env": {"name": env_spec["name"], "overrides": env_spec.get("overrides") or {}},
@@ -193,6 +185,8 @@ class RunExecution:
         }
         if env_spec.get("randomize"):  # absent otherwise: earlier runs' programs still serve
             identity["env"]["randomize"] = True
+        if teacher_network is not None:
+            identity["teacher_network"] = teacher_network
         directory = self.settings.compile_cache / "programs"
         return ProgramCache(directory, identity, log=self.reporter.log)
 
@@ -222,12 +216,8 @@ class RunExecution:
             raise ValueError(f"resume_from: run {ref['run_id']} has no such checkpoint any more")
         return source.path
 
-    def _load_ppo_state(self, path: Path, env: Any, networks: Any, config: TrainConfig) -> Any:
-        template = training_state_for(env, networks, config)
-        loaded = checkpointing.load_checkpoint(str(path), template.networks, template.optimizer)
-        return loaded["training_state"]
-
-    def _teacher(self, env: Any) -> Any:
+    def _teacher(self, env: Any) -> tuple[Any, dict[str, Any]]:
+        """The teacher network, loaded from its checkpoint, and its network spec."""
         ref = self.spec["teacher"]
         teacher_id = ref["run_id"]
         teacher_spec = self.reporter.run_spec(teacher_id)
@@ -238,7 +228,8 @@ class RunExecution:
             raise ValueError(f"teacher: run {teacher_id} has no such checkpoint any more")
         network = network_fields(NetworkSpec(**teacher_spec["network"]).factory_fields(), env)
         self.reporter.log(f"teacher: run {teacher_id}, checkpoint step {checkpoint.step}")
-        return load_teacher(str(checkpoint.path), network, env.observation_size, env.action_size)
+        teacher = load_teacher(str(checkpoint.path), network, env.observation_size, env.action_size)
+        return teacher, network
 
     # -- callbacks ----------------------------------------------------------------------
 
@@ -259,12 +250,7 @@ class RunExecution:
         return self.stop_reason is not None
 
     def _checkpoint_fn(self, config: TrainConfig | DistillationTrainConfig) -> Any:
-        save: Callable[[Any, int], None]
-        if isinstance(config, DistillationTrainConfig):
-            save = make_distillation_checkpoint_fn(str(self.checkpoints))
-        else:
-            save = checkpointing.make_checkpoint_fn(str(self.checkpoints), config)
-        self._save_now = save
+        self._save_now = algorithm_for(config).checkpoint_fn(str(self.checkpoints), config)
         return self._save
 
     def _save(self, state: Any, step: int) -> None:

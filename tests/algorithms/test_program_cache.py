@@ -3,7 +3,7 @@
 The unit tests use a tiny function over a pytree carry with a PRNG key (milliseconds to
 compile); one test trains the tiny ``test_train_loop`` configuration three times: without a
 cache, with an empty one (stores) and with the filled one (loads), and compares every
-result bit for bit.
+result bit for bit; one stops a distillation run and resumes it from its checkpoint.
 """
 
 from __future__ import annotations
@@ -18,7 +18,18 @@ import pytest
 from flax import nnx
 
 from nnx_ppo import envs
-from nnx_ppo.algorithms.config import EvalConfig, PPOConfig, TrainConfig
+from nnx_ppo.algorithms.config import (
+    DistillationConfig,
+    DistillationTrainConfig,
+    EvalConfig,
+    PPOConfig,
+    TrainConfig,
+)
+from nnx_ppo.algorithms.distillation import (
+    load_distillation_state,
+    make_distillation_checkpoint_fn,
+    train_distillation,
+)
 from nnx_ppo.algorithms.program_cache import MAGIC, ProgramCache
 from nnx_ppo.algorithms.training import train_ppo
 from nnx_ppo.networks.factories import make_mlp_actor_critic
@@ -186,3 +197,75 @@ def test_train_ppo_is_bit_identical_with_a_cold_and_a_warm_cache(tmp_path):
         )
         assert_identical(other.training_state.env_states, plain.training_state.env_states)
         assert_identical(other.training_state.rng_key, plain.training_state.rng_key)
+
+
+# -- train_distillation ----------------------------------------------------------------------
+
+DISTILL = DistillationTrainConfig(  # 64 iterations of 32 steps: two full chunks of 32
+    distillation=DistillationConfig(
+        n_envs=8, rollout_length=4, total_steps=2048, n_epochs=1, n_minibatches=2
+    ),
+    eval=EvalConfig(every_steps=512, n_envs=4, max_episode_length=30),
+    seed=5,
+)
+
+
+def network(seed: int) -> nnx.Module:
+    return make_mlp_actor_critic(
+        ENV.observation_size,
+        ENV.action_size,
+        rngs=nnx.Rngs(seed),
+        actor_hidden_sizes=(8,),
+        critic_hidden_sizes=(8,),
+    )
+
+
+def test_a_resumed_distillation_run_reuses_the_cached_programs(tmp_path):
+    """A run stopped after its first chunk (as a worker's run is interrupted) and resumed
+    from its checkpoint traces its programs once: the resumed call loads both. Every metric
+    and the final state are those of one uninterrupted run without a cache."""
+    teacher = network(1)
+    plain_logs: list[Any] = []
+    plain = train_distillation(
+        ENV, network(0), teacher, DISTILL, log_fn=lambda m, s: plain_logs.append((s, m))
+    )
+
+    lines: list[str] = []
+    logs: list[Any] = []
+    directory = str(tmp_path / "checkpoints")
+    train_distillation(
+        ENV,
+        network(0),
+        teacher,
+        DISTILL,
+        log_fn=lambda m, s: logs.append((s, m)),
+        checkpoint_fn=make_distillation_checkpoint_fn(directory),
+        should_stop=lambda: True,  # after the first jitted call: the eval at step 512
+        program_cache=cache_at(tmp_path, lines, env="PointReach"),
+    )
+    assert sorted(line.split(" ")[2:4] for line in lines) == [
+        ["stored", "evaluate"],
+        ["stored", "train_chunk"],
+    ]
+    lines.clear()
+    path = f"{directory}/step_{512:010d}"
+    initial = load_distillation_state(path, ENV, network(2), teacher, DISTILL)
+    resumed = train_distillation(
+        ENV,
+        network(2),
+        teacher,
+        DISTILL,
+        log_fn=lambda m, s: logs.append((s, m)),
+        initial_state=initial,
+        program_cache=cache_at(tmp_path, lines, env="PointReach"),
+    )
+    assert sorted(line.split(" ")[2:4] for line in lines) == [
+        ["loaded", "evaluate"],
+        ["loaded", "train_chunk"],
+    ]
+    assert logs == plain_logs
+    assert resumed.eval_history == [e for e in plain.eval_history if e["step"] > 512]
+    assert_identical(
+        nnx.state(resumed.training_state.student), nnx.state(plain.training_state.student)
+    )
+    assert_identical(resumed.training_state.rng_key, plain.training_state.rng_key)
