@@ -118,7 +118,11 @@ class Client:
         data = self._json(
             "GET", "/api/runs", "list runs", params={**query, "limit": limit, "offset": offset}
         )
-        return RunList([Run.from_json(r) for r in data["items"]], int(data["total"]))
+        return RunList(
+            [Run.from_json(r) for r in data["items"]],
+            int(data["total"]),
+            int(data.get("events_seq") or 0),
+        )
 
     def run(self, run_id: str) -> Run:
         return Run.from_json(self._json("GET", self._run_path(run_id), f"run {run_id}"))
@@ -463,10 +467,7 @@ class Client:
 
     def envs(self) -> list[Env]:
         data = self._json("GET", "/api/envs", "envs")
-        return [
-            Env(e["name"], e["observation_size"], int(e["action_size"]), e["source"])
-            for e in data["items"]
-        ]
+        return [Env.from_json(e) for e in data["items"]]
 
     def health(self) -> Health:
         return Health.from_json(self._json("GET", "/api/health", "health"))

@@ -47,6 +47,12 @@ class Run:
     cancel_requested: bool
     attempts: int
     pid: int | None
+    node: str | None = None
+    """The cluster node running it (Ray executor), else None."""
+    sweep_id: str | None = None
+    trial: int | None = None
+    """The sweep and trial number of a sweep's trial run, else None."""
+    trial_params: dict[str, Any] | None = None
 
     @property
     def finished(self) -> bool:
@@ -76,6 +82,10 @@ class Run:
             cancel_requested=bool(data.get("cancel_requested")),
             attempts=int(data.get("attempts") or 0),
             pid=data.get("pid"),
+            node=data.get("node"),
+            sweep_id=data.get("sweep_id"),
+            trial=data.get("trial"),
+            trial_params=data.get("trial_params"),
         )
 
 
@@ -86,6 +96,8 @@ class RunList(Sequence[Run]):
 
     items: list[Run]
     total: int
+    events_seq: int = 0
+    """The service-wide events' sequence number when the page was read."""
 
     @overload
     def __getitem__(self, index: int) -> Run: ...
@@ -139,10 +151,33 @@ class Checkpoint:
 
 @dataclasses.dataclass(frozen=True)
 class Env:
+    """An env of ``GET /api/envs``; sizes are None where the server has not described it
+    (``details_known``), ``reason`` says why one is not ``available``."""
+
     name: str
-    observation_size: int | dict[str, list[int]]
-    action_size: int
+    observation_size: int | dict[str, list[int]] | None
+    action_size: int | None
     source: str
+    available: bool = True
+    details_known: bool = True
+    domain_randomizer: bool = False
+    reason: str | None = None
+    reward_streams: list[str] | None = None
+
+    @classmethod
+    def from_json(cls, data: Mapping[str, Any]) -> Env:
+        action_size = data.get("action_size")
+        return cls(
+            name=data["name"],
+            observation_size=data.get("observation_size"),
+            action_size=None if action_size is None else int(action_size),
+            source=data["source"],
+            available=bool(data.get("available", True)),
+            details_known=bool(data.get("details_known", True)),
+            domain_randomizer=bool(data.get("domain_randomizer", False)),
+            reason=data.get("reason"),
+            reward_streams=data.get("reward_streams"),
+        )
 
 
 @dataclasses.dataclass(frozen=True)
@@ -153,6 +188,8 @@ class Worker:
     heartbeat_at: float
     seconds_since_heartbeat: float
     slots: list[str]
+    device_use: list[dict[str, Any]] = dataclasses.field(default_factory=list)
+    """Each device's use (``device``, ``runs``, memory, utilization...), as sent."""
 
 
 @dataclasses.dataclass(frozen=True)
@@ -164,6 +201,9 @@ class Health:
     jax_backend: str | None = None
     devices: list[str] | None = None
     workers: list[Worker] | None = None
+    executor: str | None = None
+    nodes: list[dict[str, Any]] | None = None
+    """The cluster's nodes (Ray executor), as sent."""
 
     @classmethod
     def from_json(cls, data: Mapping[str, Any]) -> Health:
@@ -174,6 +214,8 @@ class Health:
             jax_backend=data.get("jax_backend"),
             devices=data.get("devices"),
             workers=None if workers is None else [_worker(w) for w in workers],
+            executor=data.get("executor"),
+            nodes=data.get("nodes"),
         )
 
 
@@ -267,6 +309,9 @@ class Trial:
     steps: int
     total_steps: int
     error: str | None
+    created_at: float = 0.0
+    started_at: float | None = None
+    finished_at: float | None = None
 
     @classmethod
     def from_json(cls, data: Mapping[str, Any]) -> Trial:
@@ -279,6 +324,9 @@ class Trial:
             steps=int(data.get("steps") or 0),
             total_steps=int(data.get("total_steps") or 0),
             error=data.get("error"),
+            created_at=float(data.get("created_at") or 0.0),
+            started_at=data.get("started_at"),
+            finished_at=data.get("finished_at"),
         )
 
 
@@ -302,6 +350,8 @@ class Sweep:
     best: Trial | None
     trials: list[Trial]
     request: dict[str, Any]
+    env: str = ""
+    """The base run's env."""
 
     @property
     def finished(self) -> bool:
@@ -326,6 +376,7 @@ class Sweep:
             best=None if best is None else Trial.from_json(best),
             trials=[Trial.from_json(t) for t in data.get("trials") or []],
             request=dict(data.get("request") or {}),
+            env=data.get("env", ""),
         )
 
 

@@ -2,7 +2,9 @@
 
 import { decodeNumber, formatNumber } from "../api/numbers";
 import type { Run } from "../api/types";
-import { h } from "../dom";
+import { h, timeAgo } from "../dom";
+import type { StreamState } from "../stream/seqStream";
+import { liveStateText, type LiveStyle } from "./liveState";
 
 export const PALETTE = [
   "#1f77b4",
@@ -59,4 +61,26 @@ export function loading(what = "Loading…"): HTMLElement {
 /** Shows an error of a failed call in `target` (keeps the page usable). */
 export function describeError(error: unknown): string {
   return error instanceof Error ? error.message : String(error);
+}
+
+/** Shows a stream's state in a page's live marker (see `liveStateText`). */
+export function setLiveState(
+  element: HTMLElement,
+  state: StreamState,
+  style: LiveStyle,
+  detail?: string,
+): void {
+  element.textContent = liveStateText(state, style, detail);
+  element.dataset.state = state;
+}
+
+/** One term of a page's facts list (`<dl>`). */
+export function fact(term: string, value: string | Node): HTMLElement {
+  return h("div", null, h("dt", null, term), h("dd", null, value));
+}
+
+/** When something was created (epoch seconds): "3 min ago", the full date on hover. */
+export function createdTime(epoch: number): HTMLElement {
+  const date = new Date(epoch * 1000);
+  return h("time", { datetime: date.toISOString(), title: date.toLocaleString() }, timeAgo(epoch));
 }

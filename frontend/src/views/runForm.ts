@@ -21,22 +21,17 @@ import { createCheckpointPicker } from "../form/checkpointPicker";
 import { createEnvField } from "../form/envField";
 import { createFieldControl, type FieldControl } from "../form/fieldControl";
 import { configSections, networkSection, type Section } from "../form/fields";
-import {
-  createPresetFiller,
-  formSpec,
-  presetSummary,
-  specFromPreset,
-  type FormValue,
-} from "../form/presetFill";
+import { createPresetFiller, presetSummary, specFromPreset } from "../form/presetFill";
 import { createRandomizeField, RANDOMIZE_PATH } from "../form/randomizeField";
 import { resumingSpec } from "../form/resumeTotal";
+import { buildRunSpec, fieldValue, OVERRIDES_PATH, textFields, type RunTextFields } from "../form/runSpec";
 import { sectionTarget, simpleField, type ErrorTarget } from "../form/formTargets";
-import { errorTarget, getPath } from "../form/specPaths";
-import { navigate } from "../nav";
+import { getPath } from "../form/specPaths";
 import type { RouteContext } from "../router";
 import { describeError, errorBox } from "./common";
+import { plural } from "./liveState";
 import { createSpecTabs } from "./specTabs";
-import { submitSpec } from "./submitSpec";
+import { formSubmitter, showJsonParseError, showServerProblems } from "./submitSpec";
 
 export function runFormView(main: HTMLElement, { query }: RouteContext): () => void {
   let left = false;
@@ -81,7 +76,7 @@ export function runFormView(main: HTMLElement, { query }: RouteContext): () => v
   const notes = simpleField("notes", "Notes", h("textarea", { rows: 2 }), "Free text.");
   const env = createEnvField();
   const overrides = simpleField(
-    "env.overrides",
+    OVERRIDES_PATH,
     "Env overrides",
     h("textarea", { rows: 2, spellcheck: "false", placeholder: '{"impl": "jax"}' }),
     "A JSON object of env config overrides (MuJoCo Playground envs).",
@@ -130,7 +125,7 @@ export function runFormView(main: HTMLElement, { query }: RouteContext): () => v
     ["notes", notes.target],
     ["env.name", env.target],
     ["env", env.target],
-    ["env.overrides", overrides.target],
+    [OVERRIDES_PATH, overrides.target],
     [RANDOMIZE_PATH, randomize.target],
     ["network.kind", networkKindField.target],
     ["teacher", teacher],
@@ -229,73 +224,58 @@ export function runFormView(main: HTMLElement, { query }: RouteContext): () => v
     return preset;
   };
 
-  /** The spec the form describes: fields the server would fill with the same value (from
-   * the env's preset, else the library's defaults) are left out (see `formSpec`). */
+  // The free-text inputs, read and written as one `RunTextFields`.
+  const textInputs: Record<keyof RunTextFields, HTMLInputElement | HTMLTextAreaElement> = {
+    name: name.element.querySelector("input") as HTMLInputElement,
+    tags: tags.element.querySelector("input") as HTMLInputElement,
+    notes: notes.element.querySelector("textarea") as HTMLTextAreaElement,
+    overrides: overrides.element.querySelector("textarea") as HTMLTextAreaElement,
+  };
+
+  /** The spec the form describes (see `buildRunSpec`), and where it has problems. */
   const buildSpec = (): { spec: RunSpec; problems: [ErrorTarget, string][] } => {
-    const problems: [ErrorTarget, string][] = [];
-    const kind = currentKind();
-    const spec: RunSpec & Record<string, unknown> = { kind, env: { name: env.value() } };
-    const nameValue = (name.element.querySelector("input") as HTMLInputElement).value.trim();
-    if (nameValue) spec.name = nameValue;
-    const tagList = (tags.element.querySelector("input") as HTMLInputElement).value
-      .split(",")
-      .map((t) => t.trim())
-      .filter(Boolean);
-    if (tagList.length) spec.tags = tagList;
-    const notesValue = (notes.element.querySelector("textarea") as HTMLTextAreaElement).value;
-    if (notesValue.trim()) spec.notes = notesValue;
-    const overridesText = (overrides.element.querySelector("textarea") as HTMLTextAreaElement).value.trim();
-    if (overridesText) {
-      try {
-        const parsed: unknown = JSON.parse(overridesText);
-        if (typeof parsed !== "object" || parsed === null || Array.isArray(parsed)) throw new Error();
-        spec.env.overrides = parsed as Record<string, unknown>;
-      } catch {
-        problems.push([overrides.target, 'must be a JSON object, e.g. {"impl": "jax"}']);
-      }
-    }
-    spec.network = { kind: networkKind.value === "lstm" ? "lstm" : "mlp" };
-    spec.config = {};
-    const values: FormValue[] = [{ path: RANDOMIZE_PATH, value: randomize.read(), libraryDefault: false }];
-    for (const control of sectionControls) {
-      const result = control.read();
-      if (!result.ok) {
-        problems.push([control, result.message]);
-        continue;
-      }
-      values.push({ path: control.path, value: result.value, libraryDefault: control.def.default });
-    }
-    if (kind === "distillation") {
-      const ref = teacher.read();
-      if (ref) spec.teacher = ref;
-      else problems.push([teacher, "pick the teacher run"]);
-    }
-    const resumeRef = resume.read();
-    if (resumeRef) spec.resume_from = resumeRef;
-    const preset = presetOff ? null : (presets.get(env.value()) ?? null);
-    return { spec: formSpec(spec, values, preset), problems };
+    const { spec, problems } = buildRunSpec({
+      kind: currentKind(),
+      env: env.value(),
+      text: {
+        name: textInputs.name.value,
+        tags: textInputs.tags.value,
+        notes: textInputs.notes.value,
+        overrides: textInputs.overrides.value,
+      },
+      network: networkKind.value,
+      randomize: randomize.read(),
+      randomizePath: RANDOMIZE_PATH,
+      controls: sectionControls.map((control) => ({
+        path: control.path,
+        def: control.def,
+        result: control.read(),
+      })),
+      teacher: teacher.read(),
+      resume: resume.read(),
+      preset: presetOff ? null : (presets.get(env.value()) ?? null),
+    });
+    return {
+      spec,
+      problems: problems.map(({ path, message }) => [targets.get(path) as ErrorTarget, message]),
+    };
   };
 
   /** Fills the form from a spec (a run's, or the JSON view's). */
   const loadSpec = async (spec: Partial<RunSpec> & Record<string, unknown>): Promise<void> => {
     presetOff = spec.preset === false;
     kindInputs.forEach((input) => (input.checked = input.value === (spec.kind ?? "ppo")));
-    (name.element.querySelector("input") as HTMLInputElement).value = spec.name ?? "";
-    (tags.element.querySelector("input") as HTMLInputElement).value = (spec.tags ?? []).join(", ");
-    (notes.element.querySelector("textarea") as HTMLTextAreaElement).value = spec.notes ?? "";
+    const text = textFields(spec);
+    (Object.keys(textInputs) as (keyof RunTextFields)[]).forEach((key) => {
+      textInputs[key].value = text[key];
+    });
     if (spec.env?.name) env.select(spec.env.name);
-    const envOverrides = spec.env?.overrides;
-    (overrides.element.querySelector("textarea") as HTMLTextAreaElement).value =
-      envOverrides && Object.keys(envOverrides).length ? JSON.stringify(envOverrides) : "";
     randomize.write(spec.env?.randomize === true);
     networkKind.value = (spec.network?.kind as string) === "lstm" ? "lstm" : "mlp";
     sectionControls = [];
     rebuild();
-    for (const control of sectionControls) {
-      const value = getPath(spec, control.path.split("."));
-      const optional = control.def.kind === "optionalFloat" || control.def.kind === "optionalNumberList";
-      control.write(value === undefined || (value === null && !optional) ? control.def.default : value);
-    }
+    for (const control of sectionControls)
+      control.write(fieldValue(control.def, getPath(spec, control.path.split("."))));
     await Promise.all([
       teacher.write((spec.teacher as CheckpointRef | null | undefined) ?? null),
       resume.write((spec.resume_from as CheckpointRef | null | undefined) ?? null),
@@ -326,48 +306,27 @@ export function runFormView(main: HTMLElement, { query }: RouteContext): () => v
     generalErrors.replaceChildren();
   };
 
-  const showProblems = (items: { path: string; message: string }[]): void => {
-    const byTarget = new Map<string, string[]>();
-    for (const item of items) {
-      const key = errorTarget(item.path, [...targets.keys()]);
-      byTarget.set(key, [
-        ...(byTarget.get(key) ?? []),
-        key === "" || key === item.path ? item.message : `${item.path}: ${item.message}`,
-      ]);
-    }
-    const general = byTarget.get("") ?? [];
-    byTarget.delete("");
-    byTarget.forEach((messages, key) => targets.get(key)?.setError(messages.join("; ")));
-    const summary = h(
-      "div",
-      { class: "error-box", role: "alert" },
-      h("p", null, `The server refused the spec (${items.length} problem${items.length === 1 ? "" : "s"}):`),
-      h(
-        "ul",
-        null,
-        items.map((item) => h("li", null, h("code", null, item.path || "spec"), " ", item.message)),
-      ),
-    );
-    generalErrors.replaceChildren(summary, ...general.map((m) => errorBox(m)));
-    const first = [...byTarget.keys()][0];
-    if (first && specTabs.mode() === "form") targets.get(first)?.focus();
-  };
-
-  async function submit(body: RunSpec | string): Promise<void> {
-    clearErrors();
-    await submitSpec({
-      send: () => api.submitRun(body),
-      onCreated: (run) => {
-        if (!left) navigate(`/runs/${encodeURIComponent(run.id)}`);
-      },
-      showProblems: showProblems,
+  const showProblems = (items: { path: string; message: string }[]): void =>
+    showServerProblems(items, {
+      targets,
       generalErrors,
-      setBusy: (busy) => {
-        submitButton.disabled = busy;
-        specTabs.setBusy(busy);
-      },
+      noun: "spec",
+      rootLabel: "spec",
+      focusFirst: specTabs.mode() === "form",
     });
-  }
+
+  const submit = formSubmitter({
+    send: (body: RunSpec | string) => api.submitRun(body),
+    pageOf: (run) => `/runs/${encodeURIComponent(run.id)}`,
+    left: () => left,
+    clearErrors,
+    showProblems: showProblems,
+    generalErrors,
+    busy: [
+      { setBusy: (busy) => (submitButton.disabled = busy) },
+      { setBusy: (busy) => specTabs.setBusy(busy) },
+    ],
+  });
 
   const form = h(
     "form",
@@ -382,7 +341,7 @@ export function runFormView(main: HTMLElement, { query }: RouteContext): () => v
           if (problems.length) {
             problems.forEach(([target, message]) => target.setError(message));
             generalErrors.replaceChildren(
-              errorBox(`Fix the ${problems.length} marked field${problems.length === 1 ? "" : "s"} first.`),
+              errorBox(`Fix the ${plural(problems.length, "marked field")} first.`),
             );
             problems[0]?.[0].focus();
             return;
@@ -425,10 +384,7 @@ export function runFormView(main: HTMLElement, { query }: RouteContext): () => v
     toJson: () => JSON.stringify(buildSpec().spec, null, 2),
     fromJson: (text) => loadSpec(JSON.parse(text) as RunSpec & Record<string, unknown>),
     submitJson: (text) => void submit(text),
-    onParseError: () =>
-      generalErrors.replaceChildren(
-        errorBox("The JSON does not parse; fix it or keep editing it in the JSON view."),
-      ),
+    onParseError: () => showJsonParseError(generalErrors),
   });
 
   main.append(

@@ -2,7 +2,6 @@
  * videos, checkpoints, logs, cancel. */
 
 import { api, streamUrl } from "../api/client";
-import { ApiError } from "../api/http";
 import { formatNumber } from "../api/numbers";
 import { TERMINAL_STATUSES, type Run, type RunEvent } from "../api/types";
 import { h, replaceChildren, timeAgo } from "../dom";
@@ -13,9 +12,11 @@ import {
   describeError,
   envName,
   errorBox,
+  fact,
   latestEvalReward,
   loading,
   progressBar,
+  setLiveState,
   statusBadge,
 } from "./common";
 import { cancelButton as makeCancelButton, deleteButton as makeDeleteButton } from "./actionButtons";
@@ -23,23 +24,22 @@ import { confirmAction } from "./confirmDialog";
 import { RunCharts } from "./runCharts";
 import { RunMeta } from "./runMeta";
 import { PhaseIndicator } from "./runPhase";
+import { loadErrorMessage } from "./loadError";
+import {
+  actionsKey,
+  applyMetrics,
+  logLines,
+  tabAfterKey,
+  tabLabel,
+  tabOf,
+  TABS,
+  throttle,
+  type Tab,
+} from "./runPageState";
 import { renderCheckpoints, renderConfig, renderLogs, renderVideos } from "./runPanels";
 
 const MAX_POINTS = 1000;
 const LOG_TAIL = 200;
-const TABS = ["charts", "videos", "checkpoints", "config", "logs"] as const;
-type Tab = (typeof TABS)[number];
-
-/** Calls `fn` at most once per `ms`, the last call winning. */
-function throttle(fn: () => void, ms: number): { call: () => void; cancel: () => void } {
-  let timer: ReturnType<typeof setTimeout> | undefined;
-  return {
-    call: () => {
-      if (timer === undefined) timer = setTimeout(() => ((timer = undefined), fn()), ms);
-    },
-    cancel: () => clearTimeout(timer),
-  };
-}
 
 export function runPageView(main: HTMLElement, { params, query }: RouteContext): () => void {
   const runId = params.id as string;
@@ -59,8 +59,7 @@ export function runPageView(main: HTMLElement, { params, query }: RouteContext):
     config: h("div", null, loading()),
     logs: h("div", null, loading()),
   };
-  const initial = (query.get("tab") ?? "charts") as Tab;
-  let current: Tab = TABS.includes(initial) ? initial : "charts";
+  let current: Tab = tabOf(query.get("tab"));
   const tabButtons = TABS.map((tab) =>
     h(
       "button",
@@ -73,7 +72,7 @@ export function runPageView(main: HTMLElement, { params, query }: RouteContext):
         tabindex: tab === current ? 0 : -1,
         on: { click: () => select(tab) },
       },
-      tab[0]?.toUpperCase() + tab.slice(1),
+      tabLabel(tab),
     ),
   );
   const panelBoxes = TABS.map((tab) =>
@@ -91,9 +90,8 @@ export function runPageView(main: HTMLElement, { params, query }: RouteContext):
   );
   const tabList = h("div", { role: "tablist", class: "tabs", "aria-label": "Run sections" }, tabButtons);
   tabList.addEventListener("keydown", (event) => {
-    const step = event.key === "ArrowRight" ? 1 : event.key === "ArrowLeft" ? -1 : 0;
-    if (!step) return;
-    const next = TABS[(TABS.indexOf(current) + step + TABS.length) % TABS.length] as Tab;
+    const next = tabAfterKey(current, event.key);
+    if (!next) return;
     select(next);
     tabButtons[TABS.indexOf(next)]?.focus();
   });
@@ -172,7 +170,7 @@ export function runPageView(main: HTMLElement, { params, query }: RouteContext):
       fact("Id", h("code", null, run.id)),
     );
     const active = !TERMINAL_STATUSES.includes(run.status);
-    const state = `${active}:${run.cancel_requested}`;
+    const state = actionsKey(run);
     if (state !== actionsState) {
       actionsState = state;
       const cancel = active ? cancelButton() : null;
@@ -244,15 +242,7 @@ export function runPageView(main: HTMLElement, { params, query }: RouteContext):
     () =>
       void api
         .logs(runId, LOG_TAIL)
-        .then(
-          (text) =>
-            !left &&
-            renderLogs(
-              panels.logs,
-              text.split("\n").filter((l, i, all) => l || i < all.length - 1),
-              LOG_TAIL,
-            ),
-        )
+        .then((text) => !left && renderLogs(panels.logs, logLines(text), LOG_TAIL))
         .catch(() => {}),
     1000,
   );
@@ -262,11 +252,7 @@ export function runPageView(main: HTMLElement, { params, query }: RouteContext):
     switch (event.type) {
       case "metrics":
         charts.addEvent(event);
-        if (run && event.step > run.steps) {
-          run.steps = event.step;
-          run.latest_metrics = { ...run.latest_metrics, ...event.values } as Run["latest_metrics"];
-          refreshRunSoon.call();
-        }
+        if (run && applyMetrics(run, event)) refreshRunSoon.call();
         break;
       case "status":
         refreshLogs.call();
@@ -291,18 +277,8 @@ export function runPageView(main: HTMLElement, { params, query }: RouteContext):
         break;
     }
   };
-  const describeState = (state: StreamState, detail?: string): void => {
-    const text: Record<StreamState, string> = {
-      connecting: "connecting…",
-      open: "● live",
-      reconnecting: `reconnecting${detail ? ` (${detail})` : ""}…`,
-      ended: "finished",
-      failed: `stream unavailable${detail ? ` (${detail})` : ""}`,
-      stopped: "",
-    };
-    liveState.textContent = text[state];
-    liveState.dataset.state = state;
-  };
+  const describeState = (state: StreamState, detail?: string): void =>
+    setLiveState(liveState, state, "page", detail);
 
   /** Whether the run has ended with no event after `seq` (the run as read after it). */
   const endedBy = async (seq: number): Promise<boolean> => {
@@ -314,12 +290,8 @@ export function runPageView(main: HTMLElement, { params, query }: RouteContext):
     try {
       await refreshRun();
     } catch (error) {
-      if (left || (error instanceof ApiError && error.status === 401)) return;
-      const message =
-        error instanceof ApiError && error.status === 404
-          ? `There is no run ${runId}.`
-          : `Could not load the run: ${describeError(error)}`;
-      header.replaceChildren(errorBox(message));
+      const message = loadErrorMessage(error, "run", runId);
+      if (!left && message) header.replaceChildren(errorBox(message));
       return;
     }
     const [metrics, videos, checkpoints] = await Promise.allSettled([
@@ -361,8 +333,4 @@ export function runPageView(main: HTMLElement, { params, query }: RouteContext):
     phase.destroy();
     [refreshVideos, refreshCheckpoints, refreshLogs, refreshRunSoon].forEach((t) => t.cancel());
   };
-}
-
-function fact(term: string, value: string | Node): HTMLElement {
-  return h("div", null, h("dt", null, term), h("dd", null, value));
 }

@@ -3,15 +3,35 @@
 
 import { api, eventsUrl } from "../api/client";
 import { formatNumber } from "../api/numbers";
-import { RUN_STATUSES, TERMINAL_STATUSES, type Run, type ServiceEvent } from "../api/types";
-import { h, replaceChildren, timeAgo } from "../dom";
+import { RUN_STATUSES, type Run, type ServiceEvent } from "../api/types";
+import { h, replaceChildren } from "../dom";
 import { navigate } from "../nav";
 import type { RouteContext } from "../router";
 import { LiveRuns } from "../runs/liveRuns";
-import { SeqStream, type StreamState } from "../stream/seqStream";
+import {
+  bulkState,
+  compareHref,
+  deletable,
+  deletedMessage,
+  deletePrompt,
+  pruneSelection,
+  taggedMessage,
+  tagUpdates,
+} from "../runs/selection";
+import { SeqStream } from "../stream/seqStream";
 import { FILTER_KEYS, filtersFromQuery, filtersToQuery, type FilterKey } from "../urlState";
-import { describeError, envName, errorBox, latestEvalReward, progressBar, statusBadge } from "./common";
+import {
+  createdTime,
+  describeError,
+  envName,
+  errorBox,
+  latestEvalReward,
+  progressBar,
+  setLiveState,
+  statusBadge,
+} from "./common";
 import { confirmAction } from "./confirmDialog";
+import { plural } from "./liveState";
 
 const LIMIT = 200;
 const RETRY_MS = 5000;
@@ -42,27 +62,20 @@ export function runsListView(main: HTMLElement, { query }: RouteContext): () => 
   const deleteButton = h("button", { type: "button", class: "danger" }, "Delete selected");
   const bulkStatus = h("span", { class: "muted", "aria-live": "polite" });
 
-  const selectedRuns = (): Run[] =>
-    [...selected].map((id) => model.get(id)).filter((r): r is Run => r !== undefined);
-  const finishedSelected = (): Run[] =>
-    selectedRuns().filter((run) => TERMINAL_STATUSES.includes(run.status));
+  const selectedRuns = (): Run[] => pruneSelection(selected, (id) => model.get(id));
 
   const refreshBulk = (): void => {
-    for (const id of [...selected]) if (!model.get(id)) selected.delete(id);
-    compareButton.disabled = selected.size < 2;
-    compareButton.textContent = `Compare selected (${selected.size})`;
-    tagButton.disabled = selected.size === 0;
-    const finished = finishedSelected().length;
-    deleteButton.disabled = finished === 0;
-    deleteButton.textContent = `Delete selected (${finished})`;
-    const shown = model.items;
-    selectAll.checked = shown.length > 0 && shown.every((run) => selected.has(run.id));
-    selectAll.indeterminate = !selectAll.checked && shown.some((run) => selected.has(run.id));
+    const state = bulkState(selected, selectedRuns(), model.items);
+    compareButton.disabled = state.compareDisabled;
+    compareButton.textContent = state.compareLabel;
+    tagButton.disabled = state.tagDisabled;
+    deleteButton.disabled = state.deleteDisabled;
+    deleteButton.textContent = state.deleteLabel;
+    selectAll.checked = state.allChecked;
+    selectAll.indeterminate = state.someChecked;
   };
 
-  compareButton.addEventListener("click", () =>
-    navigate(`/compare?ids=${[...selected].map(encodeURIComponent).join(",")}`),
-  );
+  compareButton.addEventListener("click", () => navigate(compareHref(selected)));
   selectAll.addEventListener("change", () => {
     for (const run of model.items) {
       if (selectAll.checked) selected.add(run.id);
@@ -79,12 +92,8 @@ export function runsListView(main: HTMLElement, { query }: RouteContext): () => 
     const runs = selectedRuns();
     tagButton.disabled = true;
     try {
-      await Promise.all(
-        runs
-          .filter((run) => !run.tags.includes(tag))
-          .map((run) => api.updateRun(run.id, { tags: [...run.tags, tag] })),
-      );
-      bulkStatus.textContent = `Tagged ${runs.length} run${runs.length === 1 ? "" : "s"} “${tag}”.`;
+      await Promise.all(tagUpdates(runs, tag).map(({ id, tags }) => api.updateRun(id, { tags })));
+      bulkStatus.textContent = taggedMessage(runs.length, tag);
       tagInput.value = "";
     } catch (error) {
       problem.replaceChildren(errorBox(`Could not tag: ${describeError(error)}`));
@@ -96,20 +105,13 @@ export function runsListView(main: HTMLElement, { query }: RouteContext): () => 
     if (event.key === "Enter") void addTag();
   });
   deleteButton.addEventListener("click", async () => {
-    const runs = finishedSelected();
-    const skipped = selected.size - runs.length;
-    const names = runs.map((run) => run.name || run.id);
-    const ok = await confirmAction(
-      `Delete ${runs.length} run${runs.length === 1 ? "" : "s"}?`,
-      `${names.slice(0, 5).join(", ")}${names.length > 5 ? ", …" : ""}: their metrics, ` +
-        `checkpoints and videos are deleted for good.` +
-        (skipped ? ` ${skipped} selected run(s) still active are left alone.` : ""),
-      "Delete",
-    );
+    const runs = deletable(selectedRuns());
+    const prompt = deletePrompt(runs, selected.size - runs.length);
+    const ok = await confirmAction(prompt.title, prompt.body, "Delete");
     if (!ok || stopped) return;
     const results = await Promise.allSettled(runs.map((run) => api.deleteRun(run.id)));
     const failed = results.filter((r) => r.status === "rejected").length;
-    bulkStatus.textContent = `Deleted ${runs.length - failed} run${runs.length - failed === 1 ? "" : "s"}.`;
+    bulkStatus.textContent = deletedMessage(runs.length - failed);
     if (failed) problem.replaceChildren(errorBox(`${failed} run(s) could not be deleted.`));
   });
 
@@ -241,14 +243,7 @@ export function runsListView(main: HTMLElement, { query }: RouteContext): () => 
       envName(run),
       progressBar(run.steps, run.total_steps),
       formatNumber(latestEvalReward(run)),
-      h(
-        "time",
-        {
-          datetime: new Date(run.created_at * 1000).toISOString(),
-          title: new Date(run.created_at * 1000).toLocaleString(),
-        },
-        timeAgo(run.created_at),
-      ),
+      createdTime(run.created_at),
     ];
     cells.forEach((cell, i) => {
       cell.setAttribute("data-label", COLUMNS[i] as string);
@@ -264,7 +259,7 @@ export function runsListView(main: HTMLElement, { query }: RouteContext): () => 
     if (frame !== null) cancelAnimationFrame(frame);
     frame = null;
     const items = model.items;
-    total.textContent = `${model.total} run${model.total === 1 ? "" : "s"}`;
+    total.textContent = plural(model.total, "run");
     tbody.replaceChildren(...items.map(renderRow));
     for (const id of [...rows.keys()]) if (!model.get(id)) rows.delete(id);
     if (!items.length) tbody.append(h("tr", null, h("td", { colspan: 8, class: "muted" }, "No runs match.")));
@@ -272,19 +267,6 @@ export function runsListView(main: HTMLElement, { query }: RouteContext): () => 
   }
   const renderSoon = (): void => {
     if (frame === null) frame = requestAnimationFrame(render);
-  };
-
-  const describeState = (state: StreamState): void => {
-    const text: Record<StreamState, string> = {
-      connecting: "connecting…",
-      open: "● live",
-      reconnecting: "reconnecting…",
-      ended: "",
-      failed: "live updates unavailable",
-      stopped: "",
-    };
-    liveState.textContent = text[state];
-    liveState.dataset.state = state;
   };
 
   const follow = (afterSeq: number): void => {
@@ -298,7 +280,7 @@ export function runsListView(main: HTMLElement, { query }: RouteContext): () => 
           debounce = setTimeout(() => void load(), 250);
         }
       },
-      onState: describeState,
+      onState: (state) => setLiveState(liveState, state, "list"),
       // The events since our list are gone (pruned, or another database): list again.
       onResync: () => {
         stream = null;

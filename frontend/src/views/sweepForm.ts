@@ -10,10 +10,7 @@
 import { api } from "../api/client";
 import type { Run, RunSpec, SweepCreate } from "../api/types";
 import { h, uid } from "../dom";
-import { configSections, networkSection } from "../form/fields";
 import { sectionTarget, simpleField, type ErrorTarget } from "../form/formTargets";
-import { errorTarget } from "../form/specPaths";
-import { navigate } from "../nav";
 import type { RouteContext } from "../router";
 import {
   baseSpec,
@@ -31,9 +28,18 @@ import {
   type SpaceRow,
   type SweepFormState,
 } from "../sweeps/sweepBody";
+import {
+  baseRunChoices,
+  baseRunLabel,
+  defaultSweepName,
+  knownPaths,
+  metricNames,
+  rowMessage,
+} from "../sweeps/sweepChoices";
 import { describeError, errorBox } from "./common";
+import { plural } from "./liveState";
 import { createSpecTabs } from "./specTabs";
-import { submitSpec } from "./submitSpec";
+import { formSubmitter, showJsonParseError, showServerProblems as showProblems } from "./submitSpec";
 
 const KIND_LABELS: Record<SpaceKind, string> = {
   log_uniform: "log uniform",
@@ -42,13 +48,6 @@ const KIND_LABELS: Record<SpaceKind, string> = {
   choice: "choice",
   grid: "grid",
 };
-
-/** Spec paths a sweep may name, for the path inputs' suggestions. */
-function knownPaths(): string[] {
-  const sections = [...configSections("ppo"), networkSection("mlp"), networkSection("lstm")];
-  const paths = sections.flatMap((s) => s.fields.map((f) => [...s.path, f.name].join(".")));
-  return [...new Set(paths)].sort();
-}
 
 interface RowControls {
   element: HTMLElement;
@@ -291,37 +290,14 @@ export function sweepFormView(main: HTMLElement, { query }: RouteContext): () =>
     return out;
   };
 
-  const showServerProblems = (items: { path: string; message: string }[]): void => {
-    const all = allTargets();
-    const byTarget = new Map<string, string[]>();
-    for (const item of items) {
-      const key = errorTarget(item.path, [...all.keys()]);
-      const message = key === "" || key === item.path ? item.message : `${item.path}: ${item.message}`;
-      byTarget.set(key, [...(byTarget.get(key) ?? []), message]);
-    }
-    const general = byTarget.get("") ?? [];
-    byTarget.delete("");
-    byTarget.forEach((messages, key) => all.get(key)?.setError(messages.join("; ")));
-    generalErrors.replaceChildren(
-      h(
-        "div",
-        { class: "error-box", role: "alert" },
-        h(
-          "p",
-          null,
-          `The server refused the sweep (${items.length} problem${items.length === 1 ? "" : "s"}):`,
-        ),
-        h(
-          "ul",
-          null,
-          items.map((item) => h("li", null, h("code", null, item.path || "body"), " ", item.message)),
-        ),
-      ),
-      ...general.map((m) => errorBox(m)),
-    );
-    const first = [...byTarget.keys()][0];
-    if (first && specTabs.mode() === "form") all.get(first)?.focus();
-  };
+  const showServerProblems = (items: { path: string; message: string }[]): void =>
+    showProblems(items, {
+      targets: allTargets(),
+      generalErrors,
+      noun: "sweep",
+      rootLabel: "body",
+      focusFirst: specTabs.mode() === "form",
+    });
 
   const showFormProblems = (problems: FormProblem[]): void => {
     for (const problem of problems) {
@@ -331,33 +307,27 @@ export function sweepFormView(main: HTMLElement, { query }: RouteContext): () =>
       }
       const row = rows[problem.row];
       if (!row) continue;
-      const messages = problems.filter((p) => p.row === problem.row).map((p) => `${p.field}: ${p.message}`);
-      row.target.setError(messages.join("; "));
+      row.target.setError(rowMessage(problems, problem.row));
       row.inputs[problem.field]?.setAttribute("aria-invalid", "true");
     }
-    generalErrors.replaceChildren(
-      errorBox(`Fix the ${problems.length} marked problem${problems.length === 1 ? "" : "s"} first.`),
-    );
+    generalErrors.replaceChildren(errorBox(`Fix the ${plural(problems.length, "marked problem")} first.`));
     const first = problems[0];
     if (first?.row !== null && first?.row !== undefined) rows[first.row]?.inputs[first.field]?.focus();
     else if (first) (first.field === "space" ? spaceTarget : targets.get(first.field))?.focus();
   };
 
-  async function submit(body: SweepCreate | string): Promise<void> {
-    clearErrors();
-    await submitSpec({
-      send: () => api.submitSweep(body),
-      onCreated: (sweep) => {
-        if (!left) navigate(`/sweeps/${encodeURIComponent(sweep.id)}`);
-      },
-      showProblems: showServerProblems,
-      generalErrors,
-      setBusy: (busy) => {
-        submitButton.disabled = busy;
-        specTabs.setBusy(busy);
-      },
-    });
-  }
+  const submit = formSubmitter({
+    send: (body: SweepCreate | string) => api.submitSweep(body),
+    pageOf: (sweep) => `/sweeps/${encodeURIComponent(sweep.id)}`,
+    left: () => left,
+    clearErrors,
+    showProblems: showServerProblems,
+    generalErrors,
+    busy: [
+      { setBusy: (busy) => (submitButton.disabled = busy) },
+      { setBusy: (busy) => specTabs.setBusy(busy) },
+    ],
+  });
 
   const form = h(
     "form",
@@ -403,10 +373,7 @@ export function sweepFormView(main: HTMLElement, { query }: RouteContext): () =>
     toJson: () => JSON.stringify(formToBody(readState()).body, null, 2),
     fromJson: async (text) => writeState(bodyToForm(JSON.parse(text) as SweepCreate)),
     submitJson: (text) => void submit(text),
-    onParseError: () =>
-      generalErrors.replaceChildren(
-        errorBox("The JSON does not parse; fix it or keep editing it in the JSON view."),
-      ),
+    onParseError: () => showJsonParseError(generalErrors),
     jsonLabel: "Sweep (JSON)",
     jsonHelp: "Edit freely: this text is sent to POST /api/sweeps exactly as it is.",
     submitLabel: "Start sweep from JSON",
@@ -429,12 +396,8 @@ export function sweepFormView(main: HTMLElement, { query }: RouteContext): () =>
 
   const useRun = (run: Run): void => {
     spec = baseSpec(run.spec);
-    metricList.replaceChildren(
-      ...Object.keys(run.latest_metrics ?? {})
-        .sort()
-        .map((k) => h("option", { value: k })),
-    );
-    if (!nameInput.value) nameInput.value = `${run.name || run.id}-sweep`;
+    metricList.replaceChildren(...metricNames(run).map((k) => h("option", { value: k })));
+    if (!nameInput.value) nameInput.value = defaultSweepName(run);
   };
   let runs: Run[] = [];
   baseRun.addEventListener("change", () => {
@@ -450,11 +413,10 @@ export function sweepFormView(main: HTMLElement, { query }: RouteContext): () =>
       from ? api.getRun(from) : Promise.resolve(null),
     ]);
     if (left) return;
-    runs = page.items.filter((r) => !r.sweep_id || r.id === fromRun?.id);
-    if (fromRun && !runs.some((r) => r.id === fromRun.id)) runs.unshift(fromRun);
+    runs = baseRunChoices(page.items, fromRun);
     baseRun.replaceChildren(
       h("option", { value: "" }, runs.length ? "Pick a run" : "No runs yet: start one first"),
-      ...runs.map((r) => h("option", { value: r.id }, `${r.name || r.id} (${r.spec.env?.name ?? "?"})`)),
+      ...runs.map((r) => h("option", { value: r.id }, baseRunLabel(r))),
     );
     if (fromRun) {
       baseRun.value = fromRun.id;

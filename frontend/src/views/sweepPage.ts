@@ -3,54 +3,37 @@
  * the best N trials; cancel and delete. */
 
 import { api, sweepStreamUrl } from "../api/client";
-import { ApiError } from "../api/http";
 import { formatNumber } from "../api/numbers";
-import {
-  SWEEP_FINISHED,
-  type ObjectiveMode,
-  type SweepDetail,
-  type SweepEvent,
-  type Trial,
-} from "../api/types";
+import { SWEEP_FINISHED, type SweepDetail, type SweepEvent, type Trial } from "../api/types";
 import { LineChart } from "../charts/lineChart";
 import { h, replaceChildren, timeAgo } from "../dom";
 import { navigate } from "../nav";
 import type { RouteContext } from "../router";
-import { SeqStream, type StreamState } from "../stream/seqStream";
-import {
-  axisOfEntry,
-  categoryLabel,
-  filterByBrushes,
-  objectiveAxis,
-  type Axis,
-  type Brush,
-} from "../sweeps/parallelAxes";
+import { SeqStream } from "../stream/seqStream";
+import { filterByBrushes, type Axis, type Brush } from "../sweeps/parallelAxes";
 import { ParallelPlot } from "../sweeps/parallelPlot";
 import {
-  bestTrials,
-  nextSort,
-  objectiveSeries,
-  sameKey,
-  sortTrials,
-  stableJson,
-  type SortKey,
-  type SortState,
-} from "../sweeps/trials";
-import { describeError, errorBox, loading, PALETTE, statusBadge } from "./common";
+  bestCountOf,
+  brushNote as brushNoteText,
+  deleteSweepText,
+  noTrialsText,
+  objectiveChart,
+  objectiveMetric,
+  objectiveMode,
+  paramText,
+  searchSpace,
+  sortMark,
+  sweepAxes,
+  trialColumns,
+  trialsDone,
+} from "../sweeps/sweepView";
+import { bestTrials, nextSort, sortTrials, type SortState } from "../sweeps/trials";
+import { errorBox, fact, loading, PALETTE, setLiveState, statusBadge } from "./common";
 import { cancelButton as makeCancelButton, deleteButton as makeDeleteButton } from "./actionButtons";
 import { confirmAction } from "./confirmDialog";
+import { loadErrorMessage } from "./loadError";
 
 const REFRESH_MS = 300;
-
-export function trialsDone(sweep: { trial_counts: Record<string, number> }): number {
-  return ["succeeded", "failed", "cancelled", "pruned"].reduce((n, s) => n + (sweep.trial_counts[s] ?? 0), 0);
-}
-
-export function paramText(value: unknown): string {
-  if (typeof value === "number") return formatNumber(value);
-  if (value === undefined) return "–";
-  return categoryLabel(stableJson(value));
-}
 
 export function sweepPageView(main: HTMLElement, { params }: RouteContext): () => void {
   const sweepId = params.id as string;
@@ -130,8 +113,7 @@ export function sweepPageView(main: HTMLElement, { params }: RouteContext): () =
   clearButton.addEventListener("click", () => plot.clearBrushes());
   compareBest.addEventListener("click", () => {
     if (!sweep) return;
-    const n = Math.max(1, Math.min(20, Math.round(Number(bestCount.value) || 1)));
-    const best = bestTrials(sweep.trials, mode(), n);
+    const best = bestTrials(sweep.trials, mode(), bestCountOf(bestCount.value));
     if (!best.length) {
       problem.replaceChildren(errorBox("No trial has succeeded with an objective yet."));
       return;
@@ -139,16 +121,15 @@ export function sweepPageView(main: HTMLElement, { params }: RouteContext): () =
     navigate(`/compare?ids=${best.map((t) => encodeURIComponent(t.run_id)).join(",")}`);
   });
 
-  const mode = (): ObjectiveMode => (sweep?.objective.mode === "min" ? "min" : "max");
-  const metric = (): string => sweep?.objective.metric ?? "objective";
-  const paths = (): string[] =>
-    Object.keys(((sweep?.request as { space?: Record<string, unknown> } | undefined)?.space ?? {}) as object);
+  const mode = () => objectiveMode(sweep);
+  const metric = () => objectiveMetric(sweep);
+  const paths = (): string[] => Object.keys(searchSpace(sweep));
 
   const renderBrushNote = (): void => {
     const all = sweep?.trials.length ?? 0;
     const shown = sweep ? filterByBrushes(sweep.trials, axes, brushes).length : 0;
     clearButton.disabled = brushes.size === 0;
-    brushNote.textContent = brushes.size ? `${shown} of ${all} trials` : "";
+    brushNote.textContent = brushNoteText(shown, all, brushes.size);
   };
 
   let actionsState = "";
@@ -208,10 +189,9 @@ export function sweepPageView(main: HTMLElement, { params }: RouteContext): () =
     makeDeleteButton({
       label: "Delete sweep",
       confirm: async () => {
-        const count = sweep?.trials.length ?? 0;
         const ok = await confirmAction(
           `Delete ${sweep?.name ?? sweepId}?`,
-          `The sweep and its ${count} trial run${count === 1 ? "" : "s"} (metrics, checkpoints, videos) are deleted for good.`,
+          deleteSweepText(sweep?.trials.length ?? 0),
           "Delete",
         );
         return ok && !left;
@@ -221,16 +201,7 @@ export function sweepPageView(main: HTMLElement, { params }: RouteContext): () =
       errorSlot: problem,
     });
 
-  const columns = (): { label: string; key: SortKey; title?: string }[] => [
-    { label: "Trial", key: { kind: "trial" } },
-    ...paths().map((path) => ({
-      label: path.split(".").pop() ?? path,
-      key: { kind: "param", path } as SortKey,
-      title: path,
-    })),
-    { label: "Status", key: { kind: "status" } },
-    { label: metric(), key: { kind: "objective" } },
-  ];
+  const columns = () => trialColumns(paths(), metric());
 
   let headSignature = "";
   const renderHead = (): void => {
@@ -245,14 +216,10 @@ export function sweepPageView(main: HTMLElement, { params }: RouteContext): () =
         "tr",
         null,
         cols.map((col) => {
-          const current = sameKey(col.key, sort.key);
+          const mark = sortMark(sort, col.key);
           return h(
             "th",
-            {
-              scope: "col",
-              "aria-sort": current ? (sort.descending ? "descending" : "ascending") : "none",
-              title: col.title,
-            },
+            { scope: "col", "aria-sort": mark.ariaSort, title: col.title },
             h(
               "button",
               {
@@ -266,7 +233,7 @@ export function sweepPageView(main: HTMLElement, { params }: RouteContext): () =
                 },
               },
               col.label,
-              h("span", { "aria-hidden": "true" }, current ? (sort.descending ? " ▼" : " ▲") : ""),
+              h("span", { "aria-hidden": "true" }, mark.arrow),
             ),
           );
         }),
@@ -298,49 +265,21 @@ export function sweepPageView(main: HTMLElement, { params }: RouteContext): () =
     );
     if (!shown.length)
       tbody.append(
-        h(
-          "tr",
-          null,
-          h(
-            "td",
-            { colspan: cols.length, class: "muted" },
-            sweep.trials.length ? "No trial in the brushed ranges." : "No trials yet.",
-          ),
-        ),
+        h("tr", null, h("td", { colspan: cols.length, class: "muted" }, noTrialsText(sweep.trials.length))),
       );
   }
 
   const render = (): void => {
     if (!sweep) return;
     renderHeader();
-    const space = ((sweep.request as { space?: Record<string, object> }).space ?? {}) as Record<
-      string,
-      Parameters<typeof axisOfEntry>[1]
-    >;
-    axes = [
-      ...Object.entries(space).map(([path, entry]) => axisOfEntry(path, entry)),
-      objectiveAxis(
-        metric(),
-        sweep.trials.map((t) => t.objective),
-      ),
-    ];
+    axes = sweepAxes(sweep);
     plot.update(axes, sweep.trials);
     brushes = plot.activeBrushes;
     renderBrushNote();
     renderTable();
-    const series = objectiveSeries(sweep.trials, mode());
-    chart.update({
-      x: series.x,
-      lines: [
-        { label: metric(), color: PALETTE[0] as string, values: series.objective, points: true },
-        { label: "best so far", color: PALETTE[1] as string, values: series.best },
-      ],
-      markers: [],
-      xAxis: "step",
-      logScale: false,
-      integerX: true,
-    });
-    chartBox.dataset.points = String(series.x.length);
+    const data = objectiveChart(sweep.trials, mode(), metric(), PALETTE);
+    chart.update(data);
+    chartBox.dataset.points = String(data.x.length);
   };
 
   const refresh = async (): Promise<void> => {
@@ -358,31 +297,12 @@ export function sweepPageView(main: HTMLElement, { params }: RouteContext): () =
       }, REFRESH_MS);
   };
 
-  const describeState = (state: StreamState, detail?: string): void => {
-    const text: Record<StreamState, string> = {
-      connecting: "connecting…",
-      open: "● live",
-      reconnecting: `reconnecting${detail ? ` (${detail})` : ""}…`,
-      ended: "finished",
-      failed: `stream unavailable${detail ? ` (${detail})` : ""}`,
-      stopped: "",
-    };
-    liveState.textContent = text[state];
-    liveState.dataset.state = state;
-  };
-
   const load = async (): Promise<void> => {
     try {
       await refresh();
     } catch (error) {
-      if (left || (error instanceof ApiError && error.status === 401)) return;
-      header.replaceChildren(
-        errorBox(
-          error instanceof ApiError && error.status === 404
-            ? `There is no sweep ${sweepId}.`
-            : `Could not load the sweep: ${describeError(error)}`,
-        ),
-      );
+      const message = loadErrorMessage(error, "sweep", sweepId);
+      if (!left && message) header.replaceChildren(errorBox(message));
       return;
     }
     if (!sweep || SWEEP_FINISHED.includes(sweep.status)) return;
@@ -392,7 +312,7 @@ export function sweepPageView(main: HTMLElement, { params }: RouteContext): () =
       afterSeq: sweep.last_seq,
       isFinal: (event) => event.type === "status" && SWEEP_FINISHED.includes(event.status),
       onEvent: refreshSoon,
-      onState: describeState,
+      onState: (state, detail) => setLiveState(liveState, state, "page", detail),
     });
     stream.start();
   };
@@ -405,8 +325,4 @@ export function sweepPageView(main: HTMLElement, { params }: RouteContext): () =
     plot.destroy();
     chart.destroy();
   };
-}
-
-function fact(term: string, value: string | Node): HTMLElement {
-  return h("div", null, h("dt", null, term), h("dd", null, value));
 }

@@ -6,11 +6,12 @@
 import { api, eventsUrl, sweepStreamUrl } from "../api/client";
 import { formatNumber } from "../api/numbers";
 import { SWEEP_FINISHED, type ServiceEvent, type Sweep, type SweepEvent } from "../api/types";
-import { h, replaceChildren, timeAgo } from "../dom";
+import { h, replaceChildren } from "../dom";
 import type { RouteContext } from "../router";
-import { SeqStream, type StreamState } from "../stream/seqStream";
-import { describeError, errorBox, statusBadge } from "./common";
-import { trialsDone } from "./sweepPage";
+import { SeqStream } from "../stream/seqStream";
+import { newestFirst, trialsDone } from "../sweeps/sweepView";
+import { createdTime, describeError, errorBox, setLiveState, statusBadge } from "./common";
+import { plural } from "./liveState";
 
 const LIMIT = 100;
 const RETRY_MS = 5000;
@@ -81,14 +82,7 @@ export function sweepsListView(main: HTMLElement, _context: RouteContext): () =>
             `${formatNumber(sweep.best.objective)} (#${sweep.best.trial})`,
           )
         : "–",
-      h(
-        "time",
-        {
-          datetime: new Date(sweep.created_at * 1000).toISOString(),
-          title: new Date(sweep.created_at * 1000).toLocaleString(),
-        },
-        timeAgo(sweep.created_at),
-      ),
+      createdTime(sweep.created_at),
     ];
     return h(
       "tr",
@@ -98,8 +92,8 @@ export function sweepsListView(main: HTMLElement, _context: RouteContext): () =>
   };
 
   const render = (): void => {
-    const items = [...sweeps.values()].sort((a, b) => b.created_at - a.created_at);
-    count.textContent = `${total} sweep${total === 1 ? "" : "s"}`;
+    const items = newestFirst(sweeps.values());
+    count.textContent = plural(total, "sweep");
     replaceChildren(
       tbody,
       items.length
@@ -142,19 +136,6 @@ export function sweepsListView(main: HTMLElement, _context: RouteContext): () =>
     stream.start();
   };
 
-  const describeState = (state: StreamState): void => {
-    const text: Record<StreamState, string> = {
-      connecting: "connecting…",
-      open: "● live",
-      reconnecting: "reconnecting…",
-      ended: "",
-      failed: "live updates unavailable",
-      stopped: "",
-    };
-    liveState.textContent = text[state];
-    liveState.dataset.state = state;
-  };
-
   let debounce: ReturnType<typeof setTimeout> | undefined;
   const loadSoon = (): void => {
     clearTimeout(debounce);
@@ -169,7 +150,7 @@ export function sweepsListView(main: HTMLElement, _context: RouteContext): () =>
         const sweepId = event.type === "created" ? event.run.sweep_id : null;
         if ((sweepId && !sweeps.has(sweepId)) || event.type === "deleted") loadSoon();
       },
-      onState: describeState,
+      onState: (state) => setLiveState(liveState, state, "list"),
       onResync: () => {
         events = null;
         void load();

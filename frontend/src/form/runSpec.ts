@@ -1,0 +1,113 @@
+/** The New Run form's values to a run spec and back. Pure: the view reads its inputs into
+ * a `RunFormInput`, builds the spec here, and marks the problems at their paths. */
+
+import type { CheckpointRef, EnvPreset, RunKind, RunSpec } from "../api/types";
+import type { FieldDef } from "./fields";
+import { formSpec, type FormValue } from "./presetFill";
+import type { ServerProblem } from "./serverProblems";
+
+/** The form's free-text fields as typed. */
+export interface RunTextFields {
+  name: string;
+  /** Comma-separated. */
+  tags: string;
+  notes: string;
+  /** A JSON object, or blank. */
+  overrides: string;
+}
+
+/** One section field as its control read it. */
+export interface ControlValue {
+  path: string;
+  def: FieldDef;
+  result: { ok: true; value: unknown } | { ok: false; message: string };
+}
+
+export interface RunFormInput {
+  kind: RunKind;
+  env: string;
+  text: RunTextFields;
+  network: string;
+  /** The value at `randomizePath` (`env.randomize`). */
+  randomize: boolean;
+  randomizePath: string;
+  controls: readonly ControlValue[];
+  teacher: CheckpointRef | null;
+  resume: CheckpointRef | null;
+  /** The env's preset the server would fill left-out fields from, or null (none, or the
+   * spec says `"preset": false`). */
+  preset: EnvPreset | null;
+}
+
+export const OVERRIDES_PATH = "env.overrides";
+const OVERRIDES_PROBLEM = 'must be a JSON object, e.g. {"impl": "jax"}';
+
+/** The tags typed as "a, b,, c" -> ["a", "b", "c"]. */
+export function parseTags(text: string): string[] {
+  return text
+    .split(",")
+    .map((t) => t.trim())
+    .filter(Boolean);
+}
+
+/** The overrides text as an object; undefined when blank; null when it is not a JSON object. */
+export function parseOverrides(text: string): Record<string, unknown> | undefined | null {
+  const trimmed = text.trim();
+  if (!trimmed) return undefined;
+  try {
+    const parsed: unknown = JSON.parse(trimmed);
+    return typeof parsed === "object" && parsed !== null && !Array.isArray(parsed)
+      ? (parsed as Record<string, unknown>)
+      : null;
+  } catch {
+    return null;
+  }
+}
+
+/** The spec the form describes, and the problems (by spec path) that keep it from being
+ * sent. Fields the server would fill with the same value (from the preset, else the
+ * library's defaults) are left out (see `formSpec`). */
+export function buildRunSpec(input: RunFormInput): { spec: RunSpec; problems: ServerProblem[] } {
+  const problems: ServerProblem[] = [];
+  const spec: RunSpec & Record<string, unknown> = { kind: input.kind, env: { name: input.env } };
+  const name = input.text.name.trim();
+  if (name) spec.name = name;
+  const tags = parseTags(input.text.tags);
+  if (tags.length) spec.tags = tags;
+  if (input.text.notes.trim()) spec.notes = input.text.notes;
+  const overrides = parseOverrides(input.text.overrides);
+  if (overrides === null) problems.push({ path: OVERRIDES_PATH, message: OVERRIDES_PROBLEM });
+  else if (overrides) spec.env.overrides = overrides;
+  spec.network = { kind: input.network === "lstm" ? "lstm" : "mlp" };
+  spec.config = {};
+  const values: FormValue[] = [{ path: input.randomizePath, value: input.randomize, libraryDefault: false }];
+  for (const control of input.controls) {
+    if (control.result.ok)
+      values.push({ path: control.path, value: control.result.value, libraryDefault: control.def.default });
+    else problems.push({ path: control.path, message: control.result.message });
+  }
+  if (input.kind === "distillation") {
+    if (input.teacher) spec.teacher = input.teacher;
+    else problems.push({ path: "teacher", message: "pick the teacher run" });
+  }
+  if (input.resume) spec.resume_from = input.resume;
+  return { spec: formSpec(spec, values, input.preset), problems };
+}
+
+/** The free-text fields that show `spec`. */
+export function textFields(spec: Partial<RunSpec>): RunTextFields {
+  const overrides = spec.env?.overrides;
+  return {
+    name: spec.name ?? "",
+    tags: (spec.tags ?? []).join(", "),
+    notes: spec.notes ?? "",
+    overrides: overrides && Object.keys(overrides).length ? JSON.stringify(overrides) : "",
+  };
+}
+
+/** What a field shows for the spec's `value` at its path: the default when the spec leaves
+ * it out, or sets null where null is not a value of the field. */
+export function fieldValue(def: FieldDef, value: unknown): unknown {
+  const optional = def.kind === "optionalFloat" || def.kind === "optionalNumberList";
+  return value === undefined || (value === null && !optional) ? def.default : value;
+}
