@@ -60,6 +60,10 @@ def test_a_graph_run_trains_resumes_and_teaches(service: Service) -> None:
     done = service.wait_for(run["id"], timeout=600)
     assert done["status"] == "succeeded", done["error"]
     assert "eval/episode_reward" in done["latest_metrics"]
+    policy_url = f"/api/runs/{run['id']}/checkpoints/4000/policy"
+    assert service.client.get(policy_url, params={"format": "stablehlo"}).status_code == 200
+    onnx = service.client.get(policy_url, params={"format": "onnx"})
+    assert onnx.status_code == 422 and "stablehlo" in onnx.json()["detail"], onnx.text
 
     resumed = service.submit(
         {**graph_spec(6400), "resume_from": {"run_id": run["id"], "step": 4000}}
