@@ -1672,13 +1672,13 @@ export interface operations {
                     "application/json": components["schemas"]["ErrorPublic"];
                 };
             };
-            /** @description Validation Error */
+            /** @description The format cannot express this network (ONNX for a population graph's delayed reads); stablehlo exports every network */
             422: {
                 headers: {
                     [name: string]: unknown;
                 };
                 content: {
-                    "application/json": components["schemas"]["HTTPValidationError"];
+                    "application/json": components["schemas"]["ErrorPublic"];
                 };
             };
             /** @description The export failed */
