@@ -202,7 +202,7 @@ class NetworkSpec(BaseModel):
 
     @model_validator(mode="after")
     def _plugin_takes_kwargs(self) -> NetworkSpec:
-        plugin = self.kind not in ("mlp", "lstm")
+        plugin = self.kind not in ("mlp", "lstm", "graph")
         if self.kwargs is not None and not plugin:
             raise ValueError("kwargs applies only to plugin networks (kind 'plugin:<name>')")
         named = sorted(
@@ -212,8 +212,8 @@ class NetworkSpec(BaseModel):
         )
         if plugin and named:
             raise ValueError(
-                f"{', '.join(named)} apply only to kinds 'mlp' and 'lstm': a plugin network "
-                "takes its arguments in kwargs"
+                f"{', '.join(named)} apply only to kinds 'mlp', 'lstm' and 'graph': a plugin "
+                "network takes its arguments in kwargs"
             )
         return self
 
