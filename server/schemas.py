@@ -41,6 +41,45 @@ name, never a module path (no ``:`` after the prefix); the service only ever loo
 among the installed entry points."""
 
 
+GraphName = Annotated[str, Field(min_length=1, max_length=100)]
+
+
+class GraphPopulation(BaseModel):
+    """A population of a graph network (``network.kind: "graph"``)."""
+
+    model_config = ConfigDict(extra="forbid")
+
+    name: GraphName
+    size: int = Field(ge=1, le=65536, description="Units.")
+    activation: str | None = Field(
+        default=None, max_length=32, description="swish, relu, tanh, elu, gelu; null: linear."
+    )
+    input_from: str | None = Field(
+        default=None,
+        min_length=1,
+        max_length=200,
+        description='An observation key this input population adds to its input ("obs" for '
+        "an env whose observation is one array); its size is that entry's features.",
+    )
+    output_to: str | None = Field(
+        default=None,
+        min_length=1,
+        max_length=200,
+        description="The graph output this population's value is, named by actions/value.",
+    )
+
+
+class GraphConnection(BaseModel):
+    """An edge ``src -> dst`` of a graph network, read ``delay`` steps late."""
+
+    model_config = ConfigDict(extra="forbid")
+
+    src: GraphName
+    dst: GraphName
+    delay: int = Field(default=0, ge=0, le=1000)
+    reciprocal: bool = Field(default=False, description="Also dst -> src, with the same delay.")
+
+
 class NetworkSpec(BaseModel):
     """The network: ``kind`` picks the factory, the other fields are its keyword arguments
     (absent fields take the factory's defaults); a plugin network's arguments are in
@@ -51,9 +90,10 @@ class NetworkSpec(BaseModel):
     kind: str = Field(
         default="mlp",
         max_length=107,
-        description="'mlp', 'lstm', or 'plugin:<name>': a network factory an installed "
-        "package registers under the entry-point group nnx_ppo.networks (only installed "
-        "entry points can be named; nothing is imported by path).",
+        description="'mlp', 'lstm', 'graph' (a population graph: populations, connections, "
+        "actions, value), or 'plugin:<name>': a network factory an installed package "
+        "registers under the entry-point group nnx_ppo.networks (only installed entry "
+        "points can be named; nothing is imported by path).",
     )
     kwargs: JsonObject | None = Field(
         default=None,
@@ -91,12 +131,44 @@ class NetworkSpec(BaseModel):
     @field_validator("kind")
     @classmethod
     def _known_kind(cls, kind: str) -> str:
-        if kind not in ("mlp", "lstm") and not PLUGIN_KIND.fullmatch(kind):
+        if kind not in ("mlp", "lstm", "graph") and not PLUGIN_KIND.fullmatch(kind):
             raise ValueError(
-                f"must be 'mlp', 'lstm' or 'plugin:<name>' (an installed plugin network's "
+                f"must be 'mlp', 'lstm', 'graph' or 'plugin:<name>' (an installed plugin network's "
                 f"entry-point name), got {kind!r}"
             )
         return kind
+
+    populations: list[GraphPopulation] | None = Field(
+        default=None,
+        max_length=256,
+        description="Kind 'graph': the populations of units (inputs read observation keys, "
+        "outputs feed the action heads and the value).",
+    )
+    connections: list[GraphConnection] | None = Field(
+        default=None, max_length=4096, description="Kind 'graph': the edges between populations."
+    )
+    actions: dict[GraphName, GraphName] | None = Field(
+        default=None,
+        max_length=8,
+        description="Kind 'graph': each action head's output (2 x the env's action size "
+        'units: a mean and a raw std per action), e.g. {"arm": "arm"}.',
+    )
+    value: GraphName | dict[GraphName, GraphName] | None = Field(
+        default=None,
+        description="Kind 'graph': the value's output (one unit; default 'value'), or one "
+        "output per reward stream.",
+    )
+
+    @model_validator(mode="after")
+    def _graph_fields(self) -> NetworkSpec:
+        graph_only = ("populations", "connections", "actions", "value")
+        if self.kind != "graph":
+            given = [name for name in graph_only if getattr(self, name) is not None]
+            if given:
+                raise ValueError(f"{', '.join(given)}: only for kind 'graph'")
+        elif self.populations is None or self.actions is None:
+            raise ValueError("kind 'graph' needs populations and actions")
+        return self
 
     @field_validator("actor_hidden_sizes", "critic_hidden_sizes")
     @classmethod
@@ -130,7 +202,7 @@ class NetworkSpec(BaseModel):
 
     @model_validator(mode="after")
     def _plugin_takes_kwargs(self) -> NetworkSpec:
-        plugin = self.kind not in ("mlp", "lstm")
+        plugin = self.kind not in ("mlp", "lstm", "graph")
         if self.kwargs is not None and not plugin:
             raise ValueError("kwargs applies only to plugin networks (kind 'plugin:<name>')")
         named = sorted(
@@ -140,8 +212,8 @@ class NetworkSpec(BaseModel):
         )
         if plugin and named:
             raise ValueError(
-                f"{', '.join(named)} apply only to kinds 'mlp' and 'lstm': a plugin network "
-                "takes its arguments in kwargs"
+                f"{', '.join(named)} apply only to kinds 'mlp', 'lstm' and 'graph': a plugin "
+                "network takes its arguments in kwargs"
             )
         return self
 

@@ -17,6 +17,7 @@ import numpy as np
 from flax import nnx
 
 from nnx_ppo import plugins
+from nnx_ppo.networks import graph_spec
 from nnx_ppo.networks.actor_critic import AsymmetricPPONetwork, PPONetwork, key_slice
 from nnx_ppo.networks.layers import LSTM, MLP, Sequential
 from nnx_ppo.networks.normalizer import Normalizer, flat_size, obs_shapes
@@ -289,9 +290,18 @@ def _check_streams(streams: Sequence[str] | None) -> tuple[str, ...] | None:
 
 # --- Recipes: what rebuilds a network -------------------------------------------------------
 
-FACTORIES: dict[str, Callable[..., PPONetwork]] = {
+
+def make_graph_network(obs_size: Any, action_size: int, *, rngs: nnx.Rngs, **fields: Any) -> Any:
+    """A population-graph actor-critic from its JSON description (``fields``: the keyword
+    arguments of ``graph_spec.make_graph_actor_critic``), carrying its recipe."""
+    network = graph_spec.make_graph_actor_critic(obs_size, action_size, rngs=rngs, **fields)
+    return _with_recipe(network, "graph", obs_size, action_size, fields)
+
+
+FACTORIES: dict[str, Callable[..., Any]] = {
     "mlp": make_mlp_actor_critic,
     "lstm": make_lstm_actor_critic,
+    "graph": make_graph_network,
 }
 """The factories by the ``kind`` a run spec's ``network`` names them with."""
 
@@ -315,7 +325,9 @@ def factory_for(kind: Any) -> Callable[..., Any]:
             return _with_recipe(network, kind, obs_size, action_size, fields)
 
         return make_plugin_network
-    raise ValueError(f"network kind must be 'mlp', 'lstm' or 'plugin:<name>', got {kind!r}")
+    raise ValueError(
+        f"network kind must be 'mlp', 'lstm', 'graph' or 'plugin:<name>', got {kind!r}"
+    )
 
 
 _RECIPE_KEYS = {"kind", "obs_size", "action_size", "fields"}

@@ -48,6 +48,10 @@ class MissingExtra(ImportError):
     """A package of the ``export`` extra is not installed; the message says how to."""
 
 
+class UnsupportedExport(ValueError):
+    """The network uses an operation the ONNX converter cannot express."""
+
+
 def _require(module: str) -> Any:
     try:
         return importlib.import_module(module)
@@ -70,7 +74,8 @@ def signature(policy: Policy) -> tuple[list[str], list[str]]:
 
 def flat_program(policy: Policy) -> tuple[Callable[..., tuple[jax.Array, ...]], list[Any]]:
     """``(fn, shapes)``: ``fn(*obs_leaves, *state_leaves) -> (action, *next_state_leaves)``,
-    the parameters as constants, and each input's shape with ``None`` for the batch axis."""
+    the parameters as constants, and each input's shape with ``None`` for the batch axis
+    (``input_specs`` gives their dtypes too)."""
     obs_shapes = policy.obs_shapes
     obs_leaves, obs_def = jax.tree.flatten(
         obs_shapes, is_leaf=lambda x: isinstance(x, tuple) and all(isinstance(d, int) for d in x)
@@ -89,12 +94,22 @@ def flat_program(policy: Policy) -> tuple[Callable[..., tuple[jax.Array, ...]], 
     return fn, shapes
 
 
+def input_specs(policy: Policy, shapes: list[Any]) -> list[jax.ShapeDtypeStruct]:
+    """``flat_program``'s inputs with a symbolic batch axis ``B``: the observations in
+    float32, the state leaves in their own dtypes (a population graph's step counter is
+    an int32)."""
+    (batch,) = jax.export.symbolic_shape("B")
+    n_state = len(jax.tree.leaves(policy.initial_state(1)))
+    dtypes = [jnp.dtype(jnp.float32)] * (len(shapes) - n_state)
+    dtypes += [x.dtype for x in jax.tree.leaves(policy.initial_state(1))]
+    return [jax.ShapeDtypeStruct((batch, *s[1:]), d) for s, d in zip(shapes, dtypes, strict=True)]
+
+
 def to_stablehlo(policy: Policy) -> bytes:
     """The policy as a serialized ``jax.export.Exported`` with a symbolic batch axis,
     lowered for ``STABLEHLO_PLATFORMS`` whatever the machine that exports it."""
     fn, shapes = flat_program(policy)
-    (batch,) = jax.export.symbolic_shape("B")
-    specs = [jax.ShapeDtypeStruct((batch, *s[1:]), jnp.float32) for s in shapes]
+    specs = input_specs(policy, shapes)
     exported = jax.export.export(jax.jit(fn), platforms=STABLEHLO_PLATFORMS)(*specs)
     return bytes(exported.serialize())
 
@@ -105,6 +120,9 @@ def to_onnx(policy: Policy) -> bytes:
 
     Raises:
         MissingExtra: If ``jax2onnx`` or ``onnx`` is not installed.
+        UnsupportedExport: If ``jax2onnx`` cannot convert an operation the network uses
+            (a population graph's delayed reads: a batched gather and an integer
+            remainder); ``to_stablehlo`` exports every network.
     """
     # jax2onnx logs a traceback for each of its optional plugins whose package is missing
     # (equinox, dm-pix: not installed with --no-deps, and not what a policy uses).
@@ -113,14 +131,20 @@ def to_onnx(policy: Policy) -> bytes:
     _require("onnx")
     fn, shapes = flat_program(policy)
     inputs, outputs = signature(policy)
-    model = jax2onnx.to_onnx(
-        fn,
-        inputs=[("B", *s[1:]) for s in shapes],  # float32, a dynamic batch axis
-        model_name="nnx_ppo_policy",
-        opset=ONNX_OPSET,
-        input_names=inputs,
-        output_names=outputs,
-    )
+    try:
+        model = jax2onnx.to_onnx(
+            fn,
+            inputs=input_specs(policy, shapes),  # a dynamic batch axis
+            model_name="nnx_ppo_policy",
+            opset=ONNX_OPSET,
+            input_names=inputs,
+            output_names=outputs,
+        )
+    except Exception as error:  # jax2onnx raises RuntimeError, NotImplementedError, shape errors
+        raise UnsupportedExport(
+            f"jax2onnx cannot convert this network to ONNX ({type(error).__name__}: "
+            f"{str(error).splitlines()[0][:200]}); the 'stablehlo' format exports every network"
+        ) from error
     model.doc_string = (
         f"nnx-ppo policy (checkpoint step {policy.step}): inputs {inputs}, outputs {outputs}; "
         "the action is in [-1, 1]; feed each next_state_i back as state_i, zeros at an "

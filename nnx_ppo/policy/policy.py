@@ -26,6 +26,8 @@ from flax import nnx
 
 from nnx_ppo.algorithms.checkpointing import load_networks, read_network_recipe
 from nnx_ppo.networks import factories
+from nnx_ppo.networks.base import StatefulModule
+from nnx_ppo.networks.normalizer import obs_shapes
 
 _STEP_DIR = re.compile(r"step_(\d{10})")
 _POLICY_METHODS = (
@@ -53,35 +55,40 @@ class Policy:
         action_size: Actions are ``[B, action_size]``, in ``[-1, 1]``.
 
     Raises:
-        TypeError: If ``network`` has no ``policy_*`` methods.
+        TypeError: If ``network`` has no ``policy_*`` methods and no recipe (a composed
+            network made by ``nnx_ppo.networks.factories``, e.g. a population graph, acts
+            through its whole step in eval mode).
     """
 
     def __init__(self, network: nnx.Module, *, step: int | None = None):
-        missing = [m for m in _POLICY_METHODS if not callable(getattr(network, m, None))]
-        if missing:
-            raise TypeError(
-                f"a Policy needs a network with the methods {list(_POLICY_METHODS)} "
-                f"(as PPONetwork has); {type(network).__name__} lacks {missing}"
-            )
+        acting = _acting_of(network)
         copy: Any = nnx.clone(network)  # a snapshot: later changes to network stay there
         copy.eval()
         self.network = copy
         """The eval-mode copy that acts (read it, do not change it)."""
         self.step = step
-        self.obs_shapes = copy.policy_obs_shapes()
-        self.action_size = int(copy.sampler.action_size)
+        if acting is None:
+            self.obs_shapes = copy.policy_obs_shapes()
+            self.action_size = int(copy.sampler.action_size)
+        else:
+            self.obs_shapes, self.action_size = acting
+        self._composed = acting is not None
         self._graphdef, self._params = nnx.split(copy)
         self._act = jax.jit(functools.partial(_act, self._graphdef))
 
     def initial_state(self, batch_size: int) -> Any:
         """The policy state at the start of an episode for ``batch_size`` envs: a pytree of
         ``[batch_size, ...]`` arrays (the empty tuple for a feed-forward policy)."""
+        if self._composed:
+            return self.network.initialize_state(batch_size)
         return self.network.initialize_policy_state(batch_size)
 
     def observation(self, obs: Any) -> Any:
         """The part of ``obs`` (an env's observation) the policy reads, as ``act`` and the
         exported programs take it: for an asymmetric network, the ``policy_obs_key`` entry
         of a dict (an array is taken to be that entry already); all of it otherwise."""
+        if self._composed:
+            return jax.tree.map(jnp.asarray, obs)
         return jax.tree.map(jnp.asarray, self.network.policy_observation(obs))
 
     def act(self, state: Any, obs: Any) -> tuple[Any, jax.Array]:
@@ -98,13 +105,42 @@ class Policy:
     def step_fn(self) -> Callable[[Any, Any], tuple[Any, jax.Array]]:
         """``act`` as a pure function ``(state, policy_obs) -> (state, action)`` with the
         parameters as constants: what the exports trace."""
-        network = self.network
-        return network.policy_action
+        return functools.partial(policy_action, self.network)
+
+
+def policy_action(network: Any, state: Any, policy_obs: Any) -> tuple[Any, jax.Array]:
+    """``(next state, action)`` of ``network`` in eval mode: its ``policy_action`` where it
+    has one (``PPONetwork``: the actor alone), else the whole composed network's step (its
+    samplers are deterministic in eval mode)."""
+    if callable(getattr(network, "policy_action", None)):
+        return network.policy_action(state, policy_obs)
+    out = network(state, policy_obs)
+    return out.next_state, out.output.actions
+
+
+def _acting_of(network: Any) -> tuple[Any, int] | None:
+    """None for a network with the ``policy_*`` methods; for a composed one (a
+    ``StatefulModule`` made by a factory here, e.g. a population graph) the observation
+    shapes and the action size its recipe records.
+
+    Raises:
+        TypeError: For a network that is neither.
+    """
+    if all(callable(getattr(network, m, None)) for m in _POLICY_METHODS):
+        return None
+    recipe = factories.recipe_of(network)
+    if not isinstance(network, StatefulModule) or recipe is None:
+        missing = [m for m in _POLICY_METHODS if not callable(getattr(network, m, None))]
+        raise TypeError(
+            f"a Policy needs a network with the methods {list(_POLICY_METHODS)} "
+            f"(as PPONetwork has) or a composed network made by nnx_ppo.networks.factories "
+            f"(it records its sizes); {type(network).__name__} lacks {missing}"
+        )
+    return obs_shapes(recipe["obs_size"]), int(recipe["action_size"])
 
 
 def _act(graphdef: Any, params: Any, state: Any, policy_obs: Any) -> tuple[Any, jax.Array]:
-    network: Any = nnx.merge(graphdef, params)
-    return network.policy_action(state, policy_obs)
+    return policy_action(nnx.merge(graphdef, params), state, policy_obs)
 
 
 def _check_shapes(policy_obs: Any, shapes: Any) -> None:

@@ -190,7 +190,7 @@ def rescaled_minibatches(ppo: PPOConfig, n_envs: int) -> int:
 def make_networks(
     network: dict[str, Any], obs_size: Any, action_size: int, seed: int
 ) -> StatefulModule:
-    """Builds a network from a spec ``{"kind": "mlp" | "lstm", **factory fields}``, or
+    """Builds a network from a spec ``{"kind": "mlp" | "lstm" | "graph", **factory fields}``, or
     ``{"kind": "plugin:<name>", "kwargs": {...}}`` for a plugin network
     (``nnx_ppo.plugins``)."""
     fields = dict(network)
@@ -208,7 +208,7 @@ def make_networks(
             )
         fields = dict(kwargs)
     elif kind not in factories.FACTORIES:
-        raise ValueError(f"network kind must be 'mlp' or 'lstm', got {kind!r}")
+        raise ValueError(f"network kind must be 'mlp', 'lstm' or 'graph', got {kind!r}")
     factory = factories.factory_for(kind)
     return factory(obs_size, action_size, rngs=nnx.Rngs(seed), **fields)
 

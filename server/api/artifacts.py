@@ -87,6 +87,11 @@ def get_checkpoint(run: RunDep, step: int, services: ServicesDep) -> FileRespons
             "observation ([B, ...]; an asymmetric network's policy key only), then a "
             "recurrent policy's state; outputs: the action, then the next state.",
         },
+        422: {
+            "model": ErrorPublic,
+            "description": "The format cannot express this network (ONNX for a population "
+            "graph's delayed reads); stablehlo exports every network",
+        },
         500: {"model": ErrorPublic, "description": "The export failed"},
         501: {"model": ErrorPublic, "description": "The service lacks the export extra"},
     },
@@ -108,7 +113,8 @@ def get_policy(
     except artifacts.OutsideRunDir:
         raise HTTPException(404, f"run {run.id} has no checkpoint at step {step}") from None
     except policy_export.PolicyExportFailed as error:
-        raise HTTPException(501 if error.missing_extra else 500, str(error)) from None
+        status = 501 if error.missing_extra else 422 if error.unsupported else 500
+        raise HTTPException(status, str(error)) from None
     suffix = policy_export.FORMATS[format]
     return FileResponse(
         path,

@@ -24,6 +24,7 @@ from nnx_ppo.algorithms.config import (
 )
 from nnx_ppo.algorithms.registry import algorithm_for
 from nnx_ppo.algorithms.types import LoggingLevel
+from nnx_ppo.networks.graph_spec import GraphSpecError
 from server.schemas import NetworkSpec
 
 Loc = tuple[str | int, ...]
@@ -289,6 +290,8 @@ def check_spec(
             fields = network_fields(dict(network_spec), env)
             built[where] = make_networks(fields, env.observation_size, env.action_size, 0)
             check_compatible(env, built[where])
+        except GraphSpecError as error:  # one problem per place in the graph's description
+            errors += [SpecError((where, *loc), msg).as_detail() for loc, msg in error.problems]
         except (TypeError, ValueError) as error:
             loc = _plugin_loc(where, error) or _network_loc(where, str(error))
             errors.append(SpecError(loc, str(error)).as_detail())

@@ -28,11 +28,13 @@ _one_at_a_time = threading.Lock()
 
 class PolicyExportFailed(Exception):
     """The child could not export the policy; ``missing_extra`` when the cause is that the
-    ``export`` extra is not installed."""
+    ``export`` extra is not installed, ``unsupported`` when the format cannot express the
+    network (the request's fault, not the service's)."""
 
-    def __init__(self, message: str, *, missing_extra: bool = False):
+    def __init__(self, message: str, *, missing_extra: bool = False, unsupported: bool = False):
         super().__init__(message)
         self.missing_extra = missing_extra
+        self.unsupported = unsupported
 
 
 def policy_file(
@@ -91,7 +93,11 @@ def _export_in_child(
             process.kill()
         process.join(5)
     if outcome != "ok":
-        raise PolicyExportFailed(message, missing_extra=outcome == "missing_extra")
+        raise PolicyExportFailed(
+            message,
+            missing_extra=outcome == "missing_extra",
+            unsupported=outcome == "unsupported",
+        )
 
 
 def _export_main(conn: Connection, checkpoint: str, format: str, out: str, spec: Any) -> None:
@@ -106,8 +112,9 @@ def _export_main(conn: Connection, checkpoint: str, format: str, out: str, spec:
         policy.export(loaded, out, format)
         conn.send(("ok", None))
     except Exception as error:
-        missing = type(error).__name__ == "MissingExtra"  # nnx_ppo.policy.MissingExtra
-        conn.send(("missing_extra" if missing else "error", f"{type(error).__name__}: {error}"))
+        outcomes = {"MissingExtra": "missing_extra", "UnsupportedExport": "unsupported"}
+        outcome = outcomes.get(type(error).__name__, "error")  # nnx_ppo.policy's errors
+        conn.send((outcome, f"{type(error).__name__}: {error}"))
     finally:
         conn.close()
 

@@ -477,6 +477,55 @@ export interface components {
                 [key: string]: unknown;
             }[];
         };
+        /**
+         * GraphConnection
+         * @description An edge ``src -> dst`` of a graph network, read ``delay`` steps late.
+         */
+        GraphConnection: {
+            /**
+             * Delay
+             * @default 0
+             */
+            delay?: number;
+            /** Dst */
+            dst: string;
+            /**
+             * Reciprocal
+             * @description Also dst -> src, with the same delay.
+             * @default false
+             */
+            reciprocal?: boolean;
+            /** Src */
+            src: string;
+        };
+        /**
+         * GraphPopulation
+         * @description A population of a graph network (``network.kind: "graph"``).
+         */
+        GraphPopulation: {
+            /**
+             * Activation
+             * @description swish, relu, tanh, elu, gelu; null: linear.
+             */
+            activation?: string | null;
+            /**
+             * Input From
+             * @description An observation key this input population adds to its input ("obs" for an env whose observation is one array); its size is that entry's features.
+             */
+            input_from?: string | null;
+            /** Name */
+            name: string;
+            /**
+             * Output To
+             * @description The graph output this population's value is, named by actions/value.
+             */
+            output_to?: string | null;
+            /**
+             * Size
+             * @description Units.
+             */
+            size: number;
+        };
         /** HTTPValidationError */
         HTTPValidationError: {
             /** Detail */
@@ -527,17 +576,29 @@ export interface components {
          *     ``kwargs``.
          */
         NetworkSpec: {
+            /**
+             * Actions
+             * @description Kind 'graph': each action head's output (2 x the env's action size units: a mean and a raw std per action), e.g. {"arm": "arm"}.
+             */
+            actions?: {
+                [key: string]: string;
+            } | null;
             /** Activation */
             activation?: string | null;
             /** Actor Hidden Sizes */
             actor_hidden_sizes?: number[] | null;
+            /**
+             * Connections
+             * @description Kind 'graph': the edges between populations.
+             */
+            connections?: components["schemas"]["GraphConnection"][] | null;
             /** Critic Hidden Sizes */
             critic_hidden_sizes?: number[] | null;
             /** Entropy Weight */
             entropy_weight?: number | null;
             /**
              * Kind
-             * @description 'mlp', 'lstm', or 'plugin:<name>': a network factory an installed package registers under the entry-point group nnx_ppo.networks (only installed entry points can be named; nothing is imported by path).
+             * @description 'mlp', 'lstm', 'graph' (a population graph: populations, connections, actions, value), or 'plugin:<name>': a network factory an installed package registers under the entry-point group nnx_ppo.networks (only installed entry points can be named; nothing is imported by path).
              * @default mlp
              */
             kind?: string;
@@ -560,10 +621,22 @@ export interface components {
              */
             policy_obs_key?: string | null;
             /**
+             * Populations
+             * @description Kind 'graph': the populations of units (inputs read observation keys, outputs feed the action heads and the value).
+             */
+            populations?: components["schemas"]["GraphPopulation"][] | null;
+            /**
              * Reward Streams
              * @description One value head per reward stream of a dict reward; default: the env's.
              */
             reward_streams?: string[] | null;
+            /**
+             * Value
+             * @description Kind 'graph': the value's output (one unit; default 'value'), or one output per reward stream.
+             */
+            value?: string | {
+                [key: string]: string;
+            } | null;
             /**
              * Value Obs Key
              * @description The observation key the value reads, e.g. 'privileged_state' (the policy never sees it). Given with policy_obs_key.
@@ -1599,13 +1672,13 @@ export interface operations {
                     "application/json": components["schemas"]["ErrorPublic"];
                 };
             };
-            /** @description Validation Error */
+            /** @description The format cannot express this network (ONNX for a population graph's delayed reads); stablehlo exports every network */
             422: {
                 headers: {
                     [name: string]: unknown;
                 };
                 content: {
-                    "application/json": components["schemas"]["HTTPValidationError"];
+                    "application/json": components["schemas"]["ErrorPublic"];
                 };
             };
             /** @description The export failed */
