@@ -15,8 +15,8 @@ from sqlalchemy import text
 from server import values
 from server.api.deps import RunDep, ServicesDep
 from server.api.runs import NOT_FOUND
-from server.schemas import MetricsPublic, SeriesPublic
-from server.store.metrics_query import last_seq, metric_keys, read_series, snapshot
+from server.schemas import MetricsPublic, PhasePublic, SeriesPublic
+from server.store.metrics_query import last_seq, metric_keys, phase_at, read_series, snapshot
 
 router = APIRouter(prefix="/runs", tags=["metrics"])
 MAX_KEYS = 256
@@ -54,7 +54,10 @@ def get_metrics(
             key: SeriesPublic(**read_series(conn, run.id, key, after_step, max_points).as_dict())
             for key in wanted
         }
-    return MetricsPublic(series=series, last_seq=seq)
+        phase = phase_at(conn, run.id, seq)
+    return MetricsPublic(
+        series=series, last_seq=seq, phase=None if phase is None else PhasePublic(**phase)
+    )
 
 
 @router.get("/{run_id}/metrics.csv", response_class=StreamingResponse, responses=NOT_FOUND)

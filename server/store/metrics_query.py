@@ -31,10 +31,11 @@ from contextlib import contextmanager
 from dataclasses import dataclass, field
 from typing import Any
 
-from sqlalchemy import Connection, Engine, bindparam, text
+from sqlalchemy import Connection, Engine, bindparam, select, text
 
 from server import values
 from server.store.metric_ingest import ROLLUP_SIZES
+from server.store.models import EventRow
 
 _RAW = text(
     "SELECT step, step, value, value, value, value IS NULL, wall_time FROM metrics "
@@ -114,6 +115,18 @@ def snapshot(engine: Engine) -> Iterator[Connection]:
 def last_seq(conn: Connection, run_id: str) -> int:
     """The seq of the run's newest event (0 for a run that is gone)."""
     return int(conn.execute(_LAST_SEQ, {"run": run_id}).scalar() or 0)
+
+
+def phase_at(conn: Connection, run_id: str, seq: int) -> dict[str, Any] | None:
+    """The payload (``{"phase", "since"}``) of the run's newest ``phase`` event at or
+    before ``seq``, or None: the phase its process was in when the metrics were read."""
+    row = conn.execute(
+        select(EventRow.payload)
+        .where(EventRow.run_id == run_id, EventRow.type == "phase", EventRow.seq <= seq)
+        .order_by(EventRow.seq.desc())
+        .limit(1)
+    ).first()
+    return None if row is None else dict(row[0])
 
 
 def metric_keys(conn: Connection, run_id: str) -> list[str]:

@@ -58,3 +58,23 @@ def test_the_stream_from_the_metrics_last_seq_brings_exactly_the_rest(
     assert later == [60, 70, 80, 90, 100]
     assert sorted(seen + later) == list(range(10, 110, 10))  # none lost, none twice
     assert events[-1]["type"] == "status" and events[-1]["status"] == "succeeded"
+
+
+def test_the_metrics_say_the_phase_as_of_their_last_seq(
+    service_and_store: tuple[Service, RunStore],
+) -> None:
+    # A page opened mid-run follows from last_seq: the phase event before it is not
+    # replayed, so the history carries it.
+    service, store = service_and_store
+    run = store.create({}, kind="ppo", name="phase", tags=[], notes="", total_steps=100)
+    store.transition(run.id, "start")
+    assert service.client.get(f"/api/runs/{run.id}/metrics").json()["phase"] is None
+    store.record_phase(run.id, "compiling", 1.7e9)
+    store.record_phase(run.id, "training", 1.7e9 + 30)
+    _metrics(store, run.id, range(10, 30, 10))
+
+    history = service.client.get(f"/api/runs/{run.id}/metrics").json()
+    assert history["phase"] == {"phase": "training", "since": 1.7e9 + 30}
+    store.record_phase(run.id, "evaluating", 1.7e9 + 60)  # after last_seq: the stream's
+    events = service.events(run.id, after_seq=history["last_seq"], timeout=5)
+    assert [e["phase"] for e in events if e["type"] == "phase"] == ["evaluating"]

@@ -564,6 +564,8 @@ export interface components {
              * @description The seq of the run's newest event when the series were read: they hold every metric of the events up to it and none after, so the run's stream followed with after_seq=last_seq brings exactly the later ones.
              */
             last_seq: number;
+            /** @description The run's phase as of last_seq (its newest phase event up to it): what a page following from last_seq shows until the next phase event. */
+            phase?: components["schemas"]["PhasePublic"] | null;
             /** Series */
             series: {
                 [key: string]: components["schemas"]["SeriesPublic"];
@@ -689,6 +691,19 @@ export interface components {
              * @enum {string}
              */
             mode?: "max" | "min";
+        };
+        /** PhasePublic */
+        PhasePublic: {
+            /**
+             * Phase
+             * @enum {string}
+             */
+            phase: "compiling" | "training" | "evaluating" | "checkpointing" | "video";
+            /**
+             * Since
+             * @description When the phase began, epoch seconds.
+             */
+            since: number;
         };
         /** PresetPublic */
         PresetPublic: {

@@ -306,11 +306,13 @@ export function runPageView(main: HTMLElement, { params, query }: RouteContext):
     if (checkpoints.status === "fulfilled")
       renderCheckpoints(panels.checkpoints, run, checkpoints.value.items);
     refreshLogs.call();
-    // The history has every metric (with its wall time) of the events up to its last_seq:
-    // follow from there. Before the first metric the few events from the start are
-    // replayed, for the run's phase ("Compiling…"); without a history, all of them.
+    // The history has every metric (with its wall time) of the events up to its last_seq,
+    // and the run's phase as of then: follow from there. Before the first metric the few
+    // events from the start are replayed; without a history, all of them.
     const history = metrics.status === "fulfilled" ? metrics.value : null;
     const afterSeq = history && Object.keys(history.series).length ? history.last_seq : 0;
+    if (history?.phase && afterSeq > 0)
+      phase.set({ type: "phase", seq: afterSeq, time: history.phase.since, ...history.phase });
     if (afterSeq > 0 && (await endedBy(afterSeq))) {
       if (!left) describeState("ended"); // the server would close the stream at once
       return;
