@@ -8,13 +8,13 @@ holds. ``pip install nnx-ppo[ray]``.
 The supervisor (the Ray driver) still decides which run starts; the actor's end decides
 the run's outcome: the run process's own as with the local executor, ``Failed`` when the
 actor's call raised, and ``Lost`` (requeued) when Ray lost it (its node or worker died) or
-its process went silent. The actors are detached
-(named ``nnx-ppo-run-{id}-{attempt}``): a supervisor that stops or dies leaves its runs
-going, and the next supervisor adopts the runs of a dead worker whose actors are alive (the
-run processes retry their reports while the API is away) and requeues the others. A
-requeued run is claimed again and resumes, wherever Ray places it, from its newest
-checkpoint, which the run process downloads from the API. ``resources.node`` prefers a node
-(soft affinity: another node when that one is gone).
+its process went silent. The actors are detached (named ``nnx-ppo-run-{id}-{attempt}``):
+a supervisor that stops or dies leaves its runs going, and the next supervisor adopts the
+runs of a dead worker whose actors are alive (the run processes retry their reports while
+the API is away) and requeues the others. A requeued run is claimed again and resumes,
+wherever Ray places it, from its newest checkpoint, which the run process downloads from
+the API. ``resources.node`` prefers a node (soft affinity: another node when that one is
+gone).
 
 Environment of a node (set on ``ray start``): ``NNX_PPO_NODE_DIR``, the node's scratch
 directory (default ``$TMPDIR/nnx-ppo-node``), and ``NNX_PPO_JAX_CACHE``, its compilation
