@@ -33,13 +33,11 @@ from server.spec.spec_check import make_config, network_fields
 from server.store import artifacts
 from server.worker.compile_clock import CompileClock
 from server.worker.devices import Placement
+from server.worker.executor import Failed, RunOutcome, Stopped, StopReason, Succeeded
 from server.worker.reporter import Reporter
-from server.worker.run_process import StopSignal
 from server.worker.run_progress import RunProgress
+from server.worker.stop_signal import StopSignal
 from server.worker.system_metrics import SystemMetricsThread
-
-Outcome = tuple[str, str | None]
-
 
 PLACEMENT_VARIABLES = (
     "CUDA_VISIBLE_DEVICES",
@@ -68,11 +66,11 @@ class RunExecution:
         self.run_dir = settings.run_dir(run_id)
         self.checkpoints = artifacts.checkpoints_dir(self.run_dir)
         self._save_now: Callable[[Any, int], None] = lambda _state, _step: None
-        self.stop_reason: str | None = None
+        self.stop_reason: StopReason | None = None
 
     # -- the run ------------------------------------------------------------------------
 
-    def execute(self) -> Outcome:
+    def execute(self) -> RunOutcome:
         system = SystemMetricsThread(self.reporter.attach, self.settings.system_metrics_seconds)
         system.start()
         try:
@@ -80,7 +78,7 @@ class RunExecution:
         finally:
             system.stop()
 
-    def _execute(self) -> Outcome:
+    def _execute(self) -> RunOutcome:
         enable_compilation_cache(str(self.settings.compile_cache))
         self.compile_clock = CompileClock()
         self.first_logged = False
@@ -133,15 +131,15 @@ class RunExecution:
         except NonFiniteError as error:  # the library's guard: metrics up to it are logged
             self.reporter.flush()
             log(f"stopped: diverged: {error}")
-            return ("failed", f"diverged: {error}")
+            return Failed(f"diverged: {error}")
         progress.chunk_done()  # the last chunk's line (should_stop is not asked after it)
         seconds = time.monotonic() - started
         self.reporter.flush()  # everything reported is stored before the outcome
         if self.stop_reason is not None:
-            log(f"stopped ({self.stop_reason}) after {seconds:.1f} s")
-            return ("stopped", self.stop_reason)
+            log(f"stopped ({self.stop_reason.value}) after {seconds:.1f} s")
+            return Stopped(self.stop_reason)
         log(f"finished in {seconds:.1f} s")
-        return ("succeeded", None)
+        return Succeeded()
 
     def _resuming(self, start: Path, step: int) -> None:
         self.reporter.log(f"resuming from {start} (step {step})")
@@ -244,9 +242,9 @@ class RunExecution:
     def _should_stop(self) -> bool:
         self.progress.chunk_done()  # asked once after each chunk
         if self.stop.requested:
-            self.stop_reason = "terminate"
+            self.stop_reason = StopReason.SHUTDOWN
         elif self.reporter.cancel_requested():
-            self.stop_reason = "cancel"
+            self.stop_reason = StopReason.CANCEL
         return self.stop_reason is not None
 
     def _checkpoint_fn(self, config: TrainConfig | DistillationTrainConfig) -> Any:

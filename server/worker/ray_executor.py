@@ -5,16 +5,16 @@ Ray places it. On its node the actor starts the same run process as the local wo
 no disk or database is shared with the API; the run token issued at the claim is all it
 holds. ``pip install nnx-ppo[ray]``.
 
-The supervisor (``RaySupervisor``, the Ray driver) still decides which run starts; the
-actor's end decides the run's transition: the run process's outcome as with the local
-executor, ``failed`` when the actor's call raised, and ``interrupted`` then ``queued`` when
-Ray lost it (its node or worker died) or its process went silent. The actors are detached
-(named ``nnx-ppo-run-{id}-{attempt}``): a supervisor that stops or dies leaves its runs
-going, and the next supervisor adopts the runs of a dead worker whose actors are alive (the
-run processes retry their reports while the API is away) and requeues the others. A
-requeued run is claimed again and resumes, wherever Ray places it, from its newest
-checkpoint, which the run process downloads from the API. ``resources.node`` prefers a node
-(soft affinity: another node when that one is gone).
+The supervisor (the Ray driver) still decides which run starts; the actor's end decides
+the run's outcome: the run process's own as with the local executor, ``Failed`` when the
+actor's call raised, and ``Lost`` (requeued) when Ray lost it (its node or worker died) or
+its process went silent. The actors are detached (named ``nnx-ppo-run-{id}-{attempt}``):
+a supervisor that stops or dies leaves its runs going, and the next supervisor adopts the
+runs of a dead worker whose actors are alive (the run processes retry their reports while
+the API is away) and requeues the others. A requeued run is claimed again and resumes,
+wherever Ray places it, from its newest checkpoint, which the run process downloads from
+the API. ``resources.node`` prefers a node (soft affinity: another node when that one is
+gone).
 
 Environment of a node (set on ``ray start``): ``NNX_PPO_NODE_DIR``, the node's scratch
 directory (default ``$TMPDIR/nnx-ppo-node``), and ``NNX_PPO_JAX_CACHE``, its compilation
@@ -35,15 +35,14 @@ from typing import Any
 
 from server.settings import Settings
 from server.store import run_reports
-from server.store.run_store import RunNotFound
+from server.store.models import RunRow
+from server.store.run_store import RunNotFound, RunStore
 from server.worker import run_process
-from server.worker.devices import Device, Placement
+from server.worker.devices import Placement
+from server.worker.executor import Ended, Failed, Lost, RunOutcome
 from server.worker.http_reporter import RemoteAccess
-from server.worker.supervisor import Supervisor
 
 log = logging.getLogger("nnx_ppo.worker")
-
-Outcome = tuple[str, str | None]
 
 PLACING_S = 60.0
 """A task that has not reported from a node this long after submission no longer holds
@@ -64,7 +63,7 @@ class RayRun:
     """The run's ``RunActor`` handle."""
 
 
-def execute_on_node(run_id: str, settings_json: str, remote: RemoteAccess) -> Outcome:
+def execute_on_node(run_id: str, settings_json: str, remote: RemoteAccess) -> RunOutcome:
     """The body of a run's Ray task, on the node Ray chose: the run process, as a child
     (``spawn``; it dies with this task's worker), and its outcome."""
     import ray
@@ -90,7 +89,7 @@ def execute_on_node(run_id: str, settings_json: str, remote: RemoteAccess) -> Ou
     )
     process.start()
     child_end.close()
-    outcome: Outcome | None = None
+    outcome: RunOutcome | None = None
     while process.is_alive() or parent.poll():
         try:
             if parent.poll(0.5):
@@ -102,7 +101,7 @@ def execute_on_node(run_id: str, settings_json: str, remote: RemoteAccess) -> Ou
     _upload_log(remote, run_id, settings.run_dir(run_id))
     if outcome is not None:
         return outcome
-    return ("failed", f"the run process on node {node} exited with code {process.exitcode}")
+    return Failed(f"the run process on node {node} exited with code {process.exitcode}")
 
 
 def _upload_log(remote: RemoteAccess, run_id: str, run_dir: Path) -> None:
@@ -128,13 +127,13 @@ class RunActor:
 
     def __init__(self, run_id: str, settings_json: str, remote: RemoteAccess):
         self.args = (run_id, settings_json, remote)
-        self.result: Outcome | None = None
+        self.result: RunOutcome | None = None
 
-    def execute(self) -> Outcome:
+    def execute(self) -> RunOutcome:
         self.result = execute_on_node(*self.args)
         return self.result
 
-    def outcome(self) -> Outcome | None:
+    def outcome(self) -> RunOutcome | None:
         return self.result
 
 
@@ -142,30 +141,32 @@ def actor_name(run_id: str, attempt: int) -> str:
     return f"nnx-ppo-run-{run_id}-{attempt}"
 
 
-class RaySupervisor(Supervisor):
-    """``Supervisor`` with its run processes placed by Ray (see the module doc)."""
+class RayExecutor:
+    """Runs as detached Ray actors, placed by Ray (see the module doc)."""
 
-    def __init__(self, settings: Settings):
-        super().__init__(settings, devices=[Device("ray", "0")])
+    def __init__(self, settings: Settings, store: RunStore):
         import ray
 
+        self.settings = settings
+        self.store = store
         self.ray: Any = ray
         self.tasks: dict[str, RayRun] = {}
         self._actor = ray.remote(max_restarts=0, max_task_retries=0)(RunActor)
-        node_settings = settings.model_dump_json(exclude=set(NODE_SECRETS))
-        self._node_settings = node_settings
+        self._node_settings = settings.model_dump_json(exclude=set(NODE_SECRETS))
 
-    def run(self) -> None:
+    def open(self) -> None:
         self.ray.init(
             address=self.settings.ray_address,
             namespace=NAMESPACE,
             log_to_driver=False,
             configure_logging=False,
         )
-        try:
-            super().run()
-        finally:
-            self.ray.shutdown()
+
+    def close(self) -> None:
+        self.ray.shutdown()
+
+    def device_names(self) -> list[str]:
+        return ["ray:0"]
 
     # -- the cluster --------------------------------------------------------------------
 
@@ -200,47 +201,34 @@ class RaySupervisor(Supervisor):
     def _has_gpus(self) -> bool:
         return float(self.ray.cluster_resources().get("GPU", 0)) > 0
 
-    def _heartbeat(self, done: Any) -> None:
-        while not done.wait(self.settings.heartbeat_seconds):
-            try:
-                self.store.heartbeat(self.worker_id, [], self.cluster())
-            except Exception:
-                log.exception("heartbeat failed")
-
-    def _probe_devices(self) -> None:
+    def describe(self) -> dict[str, Any]:
         """The worker row names the executor; its devices are the cluster's nodes."""
-        from sqlalchemy import update
+        return {"executor": "ray", "backend": "ray", "cluster": self.cluster()}
 
-        from server.store.models import WorkerRow
-
-        with self.store.sessions() as session, session.begin():
-            session.execute(
-                update(WorkerRow)
-                .where(WorkerRow.id == self.worker_id)
-                .values(executor="ray", backend="ray", cluster=self.cluster())
-            )
+    def usage(self) -> tuple[list[dict[str, Any]], list[dict[str, Any]] | None]:
+        return [], self.cluster()
 
     # -- runs ---------------------------------------------------------------------------
 
-    def _start_claimed(self) -> None:
-        """Claims the oldest queued run when the cluster has a free slot for it and the run
-        submitted before it has been placed (Ray queues what does not fit; claiming more
-        would mark runs running that wait in Ray's queue)."""
+    def free_slots(self) -> int:
+        """1 when the cluster has a free slot for a run and the run submitted before has
+        been placed (Ray queues what does not fit; claiming more would mark runs running
+        that wait in Ray's queue), else 0."""
         now = time.monotonic()
         self._note_placed()
         if any(not t.placed and now - t.submitted < PLACING_S for t in self.tasks.values()):
-            return
+            return 0
         free = self.ray.available_resources()
-        gpus = self._has_gpus()
-        if float(free.get("GPU" if gpus else "CPU", 0)) < 1:
-            return
-        run = self.store.claim_next(self.worker_id)
-        if run is None:
-            return
+        return int(float(free.get("GPU" if self._has_gpus() else "CPU", 0)) >= 1)
+
+    def total_slots(self) -> int | None:
+        return None
+
+    def start(self, run: RunRow) -> None:
         resources = run.spec.get("resources") or {}
         options: dict[str, Any] = {
             "num_cpus": resources.get("cpus") or 1,
-            "num_gpus": resources.get("gpus") or (1 if gpus else 0),
+            "num_gpus": resources.get("gpus") or (1 if self._has_gpus() else 0),
             "name": actor_name(run.id, run.attempts),
             "namespace": NAMESPACE,
             "lifetime": "detached",
@@ -256,7 +244,7 @@ class RaySupervisor(Supervisor):
             self.settings.api_url, token, heartbeat_s=self.settings.heartbeat_seconds
         )
         actor: Any = self._actor.options(**options).remote(run.id, self._node_settings, access)
-        self.tasks[run.id] = RayRun(run.id, actor.execute.remote(), now, actor=actor)
+        self.tasks[run.id] = RayRun(run.id, actor.execute.remote(), time.monotonic(), actor=actor)
         log.info("run %s submitted to Ray (%s)", run.id, options)
 
     def _note_placed(self) -> None:
@@ -267,20 +255,25 @@ class RaySupervisor(Supervisor):
                 except RunNotFound:
                     task.placed = True
 
-    def _reap(self) -> None:
+    def poll(self) -> list[Ended]:
         if not self.tasks:
-            return
+            return []
         refs = [t.ref for t in self.tasks.values()]
         ready, _ = self.ray.wait(refs, num_returns=len(refs), timeout=0)
         done = {id(ref) for ref in ready}
+        ended: list[Ended] = []
         for run_id, task in list(self.tasks.items()):
             if id(task.ref) in done:
                 del self.tasks[run_id]
-                self._end_task(task)
+                ended.append((run_id, self._outcome(task)))
             elif self._silent(task):
                 del self.tasks[run_id]
                 self._kill(task)
-                self._requeue(run_id, "its run process on a Ray node stopped reporting")
+                ended.append((run_id, Lost("its run process on a Ray node stopped reporting")))
+        return ended
+
+    def running(self) -> int:
+        return len(self.tasks)
 
     def _kill(self, task: RayRun) -> None:
         """Ends the run's actor (and so its run process), which frees its resources."""
@@ -289,18 +282,17 @@ class RaySupervisor(Supervisor):
         except Exception as error:  # already gone with its node
             log.debug("run %s: kill: %s", task.run_id, error)
 
-    def _recover(self) -> list[str]:
-        """Adopts the runs of dead workers whose actors are alive, then requeues the rest."""
-        for run in self.store.orphans(self.settings.heartbeat_timeout, self.worker_id):
+    def adopt_orphans(self, worker_id: str) -> None:
+        """Adopts the runs of dead workers whose actors are alive."""
+        for run in self.store.orphans(self.settings.heartbeat_timeout, worker_id):
             try:
                 actor = self.ray.get_actor(actor_name(run.id, run.attempts), namespace=NAMESPACE)
             except ValueError:  # no such actor: it died with its node, or never was
                 continue
-            if self.store.adopt(run.id, self.worker_id, run.worker_id):
+            if self.store.adopt(run.id, worker_id, run.worker_id):
                 ref = actor.outcome.remote()
                 self.tasks[run.id] = RayRun(run.id, ref, time.monotonic(), True, actor)
                 log.info("run %s: adopted its Ray actor from worker %s", run.id, run.worker_id)
-        return super()._recover()
 
     def _silent(self, task: RayRun) -> bool:
         if not task.placed:
@@ -312,43 +304,41 @@ class RaySupervisor(Supervisor):
         limit = max(30.0, 3 * self.settings.heartbeat_timeout)
         return reported is not None and time.time() - reported > limit
 
-    def _end_task(self, task: RayRun) -> None:
+    def _outcome(self, task: RayRun) -> RunOutcome:
+        """The run process's outcome, or what became of its Ray task."""
         from ray import exceptions
 
         try:
             outcome = self.ray.get(task.ref)
-            self._kill(task)  # detached: it would hold its resources until killed
         except exceptions.RayTaskError as error:  # the task itself raised
             self._kill(task)
-            self._end_run(task.run_id, ("failed", f"its Ray task failed: {error}"), "")
-            return
+            return Failed(f"its Ray task failed: {error}")
         except exceptions.RayError as error:  # Ray lost it: node, worker or raylet died
             self._kill(task)
             reason = f"its Ray task was lost ({type(error).__name__})"
             log.info("run %s: %s: %s", task.run_id, reason, error)
-            try:
-                self._requeue(task.run_id, reason)
-            except Exception as failure:
-                log.warning("run %s: %s", task.run_id, failure)
-            return
-        self._end_run(task.run_id, outcome, "")
+            return Lost(reason)
+        self._kill(task)  # detached: it would hold its resources until killed
         log.info("run %s ended on Ray: %s", task.run_id, outcome)
+        if not isinstance(outcome, RunOutcome):  # an actor of an older version
+            return Failed(f"its Ray actor returned {outcome!r}")
+        return outcome
 
-    def _shut_down(self) -> None:
-        """Warm (one signal): the actors go on, for the next supervisor to adopt (their run
-        processes report to the API meanwhile). Cold (a second signal): they are killed and
-        their runs requeued (they resume from their newest uploaded checkpoint)."""
-        if self.stopping < 2:
-            log.info("leaving %d run(s) on Ray for the next supervisor", len(self.tasks))
-            self.tasks.clear()
-            return
+    def stop_warm(self) -> None:
+        """The actors go on, for the next supervisor to adopt (their run processes report
+        to the API meanwhile)."""
+        log.info("leaving %d run(s) on Ray for the next supervisor", len(self.tasks))
+        self.tasks.clear()
+
+    def stop_cold(self) -> list[Ended]:
+        """The actors are killed and their runs requeued (they resume from their newest
+        uploaded checkpoint)."""
+        ended: list[Ended] = []
         for run_id, task in list(self.tasks.items()):
             self._kill(task)
-            try:
-                self._requeue(run_id, "stopped with the worker")
-            except Exception as error:
-                log.warning("run %s: %s", run_id, error)
+            ended.append((run_id, Lost("stopped with the worker")))
         self.tasks.clear()
+        return ended
 
 
 def _public_resources(resources: dict[str, Any]) -> dict[str, float]:

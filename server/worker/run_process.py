@@ -5,12 +5,12 @@ It reports through a ``Reporter`` (metrics, videos, checkpoints, log lines, canc
 ``RunReporter`` to the database and the data directory when it runs beside them, or
 ``HttpReporter`` to the API with a run token when it runs on another node (given
 ``remote``; then ``settings.data_dir`` is that node's own scratch directory). It ends by
-sending its outcome to its parent over a pipe: ``("succeeded", None)``, ``("stopped",
-"cancel" | "terminate")`` or ``("failed", message)``. Status transitions are the
-supervisor's. Its output (Python's and the C libraries') goes to ``logs/run.log``, without
-progress bars (``quiet_progress_bars``): its own progress is one log line per chunk.
-SIGTERM is warm (stop after the current jitted call, checkpoint, exit); a second SIGTERM
-is cold. The process dies with its parent.
+sending its outcome (``executor.RunOutcome``: ``Succeeded``, ``Stopped`` or ``Failed``) to
+its parent over a pipe. Status transitions are the supervisor's. Its output (Python's and
+the C libraries') goes to ``logs/run.log``, without progress bars (``quiet_progress_bars``):
+its own progress is one log line per chunk. SIGTERM is warm (stop after the current jitted
+call, checkpoint, exit); a second SIGTERM is cold (``stop_signal``). The process dies with
+its parent.
 """
 
 from __future__ import annotations
@@ -25,12 +25,14 @@ import time
 import traceback
 from multiprocessing.connection import Connection
 from pathlib import Path
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING
 
 from server.settings import Settings
 from server.store import artifacts
 from server.worker.devices import Placement
+from server.worker.executor import Failed, RunOutcome
 from server.worker.reporter import Reporter, RunReporter
+from server.worker.stop_signal import StopSignal
 
 if TYPE_CHECKING:
     from server.worker.http_reporter import RemoteAccess
@@ -82,20 +84,6 @@ def quiet_progress_bars() -> None:
         os.environ["TQDM_DISABLE"] = "1"
 
 
-class StopSignal:
-    """SIGTERM: the first asks for a warm stop, the second exits at once."""
-
-    def __init__(self) -> None:
-        self.requested = False
-        signal.signal(signal.SIGTERM, self._handle)
-        signal.signal(signal.SIGINT, signal.SIG_IGN)  # the terminal's Ctrl-C is the server's
-
-    def _handle(self, _signum: int, _frame: Any) -> None:
-        if self.requested:
-            os._exit(143)
-        self.requested = True
-
-
 def main(
     run_id: str,
     settings_json: str,
@@ -116,6 +104,7 @@ def main(
     redirect_output(artifacts.logs_dir(run_dir) / artifacts.LOG_FILE)
     quiet_progress_bars()
     reporter: Reporter
+    outcome: RunOutcome
     if remote is None:
         reporter = RunReporter.open(settings, run_id)
     else:
@@ -127,7 +116,7 @@ def main(
         reporter.flush()  # the closing log lines are stored before the outcome is
     except Exception as error:
         traceback.print_exc()
-        outcome = ("failed", describe_error(error))
+        outcome = Failed(describe_error(error))
         with contextlib.suppress(Exception):  # store what was reported before the failure
             reporter.flush()
     sys.stdout.flush()

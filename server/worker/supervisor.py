@@ -1,42 +1,43 @@
-"""The worker supervisor: claims queued runs and executes each in its own child process.
+"""The worker supervisor: claims queued runs, has an ``Executor`` run each in its own
+process, and makes each run's final transition from how it ended.
 
-Host loop: every ``TICK_S`` it records the exits of finished children (their outcome, or
-the signal that killed them), starts claimed runs on free devices (``devices.DevicePool``:
-a run asking for N devices waits queued until N are free), and from time to time
-requeues the runs of workers that died. A heartbeat thread keeps the worker's row fresh.
-SIGTERM is warm: the children stop after their current jitted call, write a checkpoint
-and are requeued; a second SIGTERM (or SIGINT) is cold: they are killed and requeued.
+Host loop: every ``TICK_S`` it maps the outcomes of the runs that ended to their
+transitions (``ending``), starts claimed runs while the executor has free slots, and from
+time to time requeues the runs of workers that died (after the executor adopted those it
+can). A heartbeat thread keeps the worker's row fresh. SIGTERM is warm: the executor stops
+its runs after their current jitted call (they checkpoint and are requeued) or leaves them
+going for the next supervisor; a second SIGTERM (or SIGINT), or ``WARM_STOP_TIMEOUT_S``,
+is cold: they are ended at once and requeued.
 """
 
 from __future__ import annotations
 
 import logging
-import multiprocessing as mp
-import os
 import signal
-import socket
-import subprocess
-import sys
 import threading
 import time
 from dataclasses import dataclass
-from multiprocessing.connection import Connection
-from typing import Any
+from typing import Any, Literal, assert_never
 
-from server import child_processes
+from sqlalchemy import update
+
 from server.settings import Settings
-from server.store import artifacts
 from server.store.db import make_engine, make_sessionmaker, migrate
+from server.store.models import WorkerRow
 from server.store.run_status import TransitionError
 from server.store.run_store import RunNotFound, RunStore
-from server.worker import run_process, system_metrics
-from server.worker.devices import (
-    Device,
-    DevicePool,
-    Placement,
-    detect_devices,
-    placement_env,
-    requested_devices,
+from server.worker import run_process
+from server.worker.executor import (
+    Ended,
+    Executor,
+    Exited,
+    Failed,
+    Lost,
+    NoRoom,
+    RunOutcome,
+    Stopped,
+    StopReason,
+    Succeeded,
 )
 
 log = logging.getLogger("nnx_ppo.worker")
@@ -44,41 +45,47 @@ log = logging.getLogger("nnx_ppo.worker")
 TICK_S = 0.2
 RECOVER_EVERY_S = 5.0
 WARM_STOP_TIMEOUT_S = 120.0
-LOG_TAIL_LINES = 20
 
 
-@dataclass
-class Child:
-    run_id: str
-    placement: Placement
-    process: Any
-    conn: Connection
-    outcome: tuple[str, str | None] | None = None
+@dataclass(frozen=True)
+class Ending:
+    """A run's final transition: ``finish``; ``fail`` with ``message`` as its error;
+    ``stop`` (``RunStore.end_stopped``: cancelled, or pruned by its sweep); ``requeue``
+    (interrupted with ``message``, then queued again in its old place)."""
+
+    action: Literal["finish", "fail", "stop", "requeue"]
+    message: str | None = None
 
 
-def signal_name(code: int) -> str:
-    try:
-        return signal.Signals(code).name
-    except ValueError:
-        return f"signal {code}"
+def ending(outcome: RunOutcome, *, stopping: bool) -> Ending:
+    """The transition of a run that ended with ``outcome``; ``stopping``: the worker is
+    stopping (a run process that ended without reporting was then stopped with it)."""
+    match outcome:
+        case Succeeded():
+            return Ending("finish")
+        case Failed(error):
+            return Ending("fail", error or "failed")
+        case Stopped(reason):
+            if reason is StopReason.CANCEL:
+                return Ending("stop")
+            return Ending("requeue", "the worker stopped")
+        case Exited(cause, log_tail):
+            if stopping:
+                return Ending("requeue", f"stopped with the worker ({cause})")
+            return Ending("fail", f"{cause}{log_tail}")
+        case Lost(reason):
+            return Ending("requeue", reason)
+        case _:
+            assert_never(outcome)
 
 
 class Supervisor:
-    def __init__(self, settings: Settings, devices: list[Device] | None = None):
+    def __init__(self, settings: Settings, store: RunStore, executor: Executor):
         self.settings = settings
-        found = devices if devices is not None else detect_devices(settings.workers)
-        on_gpus = any(d.kind == "gpu" for d in found)
-        self.pool = DevicePool(
-            found, settings.runs_per_device, settings.workers if on_gpus else None
-        )
-        self.nvml = system_metrics.nvml() if on_gpus else None
-        self.engine = make_engine(settings.db_url)
-        self.store = RunStore(make_sessionmaker(self.engine), settings.runs_dir)
-        self.children: dict[str, Child] = {}
+        self.store = store
+        self.executor = executor
         self.stopping = 0  # 1: warm, 2: cold
         self.worker_id = ""
-        self._ctx = mp.get_context("spawn")
-        self._settings_json = settings.model_dump_json()
 
     # -- signals ------------------------------------------------------------------------
 
@@ -95,26 +102,33 @@ class Supervisor:
     # -- the loop -----------------------------------------------------------------------
 
     def run(self) -> None:
-        names = [d.name for d in self.pool.devices]
+        self.executor.open()
+        try:
+            self._run()
+        finally:
+            self.executor.close()
+
+    def _run(self) -> None:
+        names = self.executor.device_names()
         self.worker_id = self.store.register_worker(names, self.settings.executor)
         log.info(
             "worker %s: devices %s, %d run(s) per device",
             self.worker_id,
             names,
-            self.pool.runs_per_device,
+            self.settings.runs_per_device,
         )
         beat = threading.Event()
         threading.Thread(
             target=self._heartbeat, args=(beat,), daemon=True, name="heartbeat"
         ).start()
-        threading.Thread(target=self._probe_devices, daemon=True, name="probe").start()
+        threading.Thread(target=self._describe, daemon=True, name="probe").start()
         recovered = self._recover()
         if recovered:
             log.info("requeued runs of dead workers: %s", recovered)
         last_recover = time.monotonic()
         try:
             while not self.stopping:
-                self._reap()
+                self._end_runs(self.executor.poll())
                 self._start_claimed()
                 if time.monotonic() - last_recover > RECOVER_EVERY_S:
                     self._recover()
@@ -124,161 +138,87 @@ class Supervisor:
         finally:
             beat.set()
             self.store.stop_worker(self.worker_id)
-            self.engine.dispose()
 
     def _recover(self) -> list[str]:
-        """Requeues the runs of dead workers (their run processes died with them)."""
+        """Lets the executor adopt the runs of dead workers that still go on, and requeues
+        the others (their run processes died with them)."""
+        self.executor.adopt_orphans(self.worker_id)
         return self.store.recover_orphans(self.settings.heartbeat_timeout, self.worker_id)
 
     def _heartbeat(self, done: threading.Event) -> None:
         while not done.wait(self.settings.heartbeat_seconds):
             try:
-                self.store.heartbeat(self.worker_id, device_use(self.pool.holders(), self.nvml))
+                self.store.heartbeat(self.worker_id, *self.executor.usage())
             except Exception:
                 log.exception("heartbeat failed")
 
-    def _probe_devices(self) -> None:
-        """Asks a short-lived JAX process for the backend and devices (for health)."""
-        env = dict(os.environ)
-        env.update(self._placement(self.pool.devices[:1]).env)
-        code = (
-            "import jax; print(jax.default_backend()); "
-            "print('|'.join(str(d) for d in jax.devices()))"
-        )
-        try:
-            out = subprocess.run(
-                [sys.executable, "-c", code],
-                capture_output=True,
-                text=True,
-                timeout=120,
-                env=env,
-                check=True,
-            ).stdout.splitlines()
-            backend, devices = out[-2], out[-1].split("|")
-        except (OSError, subprocess.SubprocessError, IndexError):
+    def _describe(self) -> None:
+        """The worker row's backend, devices or cluster, as the executor finds them."""
+        values = self.executor.describe()
+        if not values:
             return
-        from sqlalchemy import update
-
-        from server.store.models import WorkerRow
-
         with self.store.sessions() as session, session.begin():
             session.execute(
-                update(WorkerRow)
-                .where(WorkerRow.id == self.worker_id)
-                .values(backend=backend, devices=devices)
+                update(WorkerRow).where(WorkerRow.id == self.worker_id).values(**values)
             )
 
-    def _placement(self, devices: list[Device]) -> Placement:
-        env = placement_env(devices, self.settings, os.environ)
-        return Placement(tuple(d.name for d in devices), env)
-
     def _start_claimed(self) -> None:
-        while (free := self.pool.free_count()) > 0:
-            run = self.store.claim_next(self.worker_id, free=free, total=len(self.pool.devices))
+        while (free := self.executor.free_slots()) > 0:
+            total = self.executor.total_slots()
+            if total is None:
+                run = self.store.claim_next(self.worker_id)
+            else:
+                run = self.store.claim_next(self.worker_id, free=free, total=total)
             if run is None:
                 return
-            devices = self.pool.assign(run.id, requested_devices(run.spec))
-            if devices is None:  # claim_next returns only runs that fit: a defect if reached
-                self._requeue(run.id, f"{requested_devices(run.spec)} devices are not free")
+            try:
+                self.executor.start(run)
+            except NoRoom as error:
+                self._end_run(run.id, Lost(str(error)))
                 return
-            self._spawn(run.id, self._placement(devices))
 
-    def _spawn(self, run_id: str, placement: Placement) -> None:
-        parent, child_end = self._ctx.Pipe(duplex=False)
-        process = self._ctx.Process(
-            target=run_process.main,
-            args=(run_id, self._settings_json, placement, child_end),
-            name=f"nnx-ppo-run-{run_id}",
-        )
+    def _end_runs(self, ended: list[Ended]) -> None:
+        for run_id, outcome in ended:
+            self._end_run(run_id, outcome)
+
+    def _end_run(self, run_id: str, outcome: RunOutcome) -> None:
+        """The run's final transition in the store (see ``ending``)."""
+        end = ending(outcome, stopping=bool(self.stopping))
         try:
-            child_processes.start(process)  # the terminal's Ctrl-C is this process's
-        except BaseException:
-            self.pool.release(run_id)
-            raise
-        child_end.close()
-        self.children[run_id] = Child(run_id, placement, process, parent)
-        self.store.set_pid(run_id, process.pid, node=socket.gethostname())
-        log.info("run %s started on %s (pid %s)", run_id, ",".join(placement.devices), process.pid)
-
-    def _reap(self) -> None:
-        for run_id, child in list(self.children.items()):
-            self._collect_outcome(child)
-            if child.process.is_alive():
-                continue
-            child.process.join()
-            self._collect_outcome(child)
-            del self.children[run_id]
-            self.pool.release(run_id)
-            self._record_exit(child)
-
-    @staticmethod
-    def _collect_outcome(child: Child) -> None:
-        try:
-            if child.outcome is None and child.conn.poll():
-                child.outcome = child.conn.recv()
-        except (EOFError, OSError):
-            pass
-
-    def _record_exit(self, child: Child) -> None:
-        """The run's final transition, from its outcome or how its process ended."""
-        code = child.process.exitcode
-        if code is not None and code < 0:
-            cause = f"killed by signal {-code} ({signal_name(-code)})"
-        else:
-            cause = f"the run process exited with code {code} without reporting"
-        self._end_run(child.run_id, child.outcome, cause)
-        log.info("run %s ended: %s (exit code %s)", child.run_id, child.outcome, code)
-
-    def _end_run(self, run_id: str, outcome: tuple[str, str | None] | None, cause: str) -> None:
-        """The run's final transition, from the outcome its process reported; without one
-        (``cause`` says how it ended), it failed, or is requeued if the worker is stopping."""
-        try:
-            if outcome is None:
-                if self.stopping:
-                    self._requeue(run_id, f"stopped with the worker ({cause})")
-                else:
-                    self._fail(run_id, f"{cause}{self._log_tail(run_id)}")
-                return
-            status, message = outcome
-            if status == "succeeded":
+            if end.action == "finish":
                 self.store.transition(run_id, "finish")
-            elif status == "failed":
-                self._fail(run_id, message or "failed")
-            elif message == "cancel":
-                self.store.end_stopped(run_id)  # cancelled, or pruned by its sweep
+            elif end.action == "fail":
+                self.store.transition(run_id, "fail", end.message)
+            elif end.action == "stop":
+                self.store.end_stopped(run_id)
             else:
-                self._requeue(run_id, "the worker stopped")
+                self.store.transition(run_id, "interrupt", end.message)
+                # It keeps its place in the queue (queued_at): ahead of runs submitted since.
+                self.store.transition(run_id, "requeue", None, worker_id=None)
         except (TransitionError, RunNotFound) as error:
             log.warning("run %s: %s", run_id, error)
 
-    def _fail(self, run_id: str, message: str) -> None:
-        self.store.transition(run_id, "fail", message)
-
-    def _requeue(self, run_id: str, reason: str) -> None:
-        self.store.transition(run_id, "interrupt", reason)
-        # It keeps its place in the queue (queued_at): ahead of runs submitted since.
-        self.store.transition(run_id, "requeue", None, worker_id=None)
-
-    def _log_tail(self, run_id: str) -> str:
-        tail = artifacts.log_tail(self.settings.run_dir(run_id), LOG_TAIL_LINES).strip()
-        return f"\n--- last lines of its log ---\n{tail}" if tail else ""
-
     def _shut_down(self) -> None:
-        """Warm: SIGTERM every child and wait for it to checkpoint; cold (a second signal,
-        or the timeout): SIGKILL. Every run still running is requeued."""
-        for child in self.children.values():
-            if child.process.is_alive():
-                os.kill(child.process.pid, signal.SIGTERM)
+        """Warm: the executor stops its runs (or leaves them going), and they are waited
+        for; cold (a second signal, or the timeout): the rest are ended at once."""
+        if self.stopping < 2:
+            self.executor.stop_warm()
         deadline = time.monotonic() + WARM_STOP_TIMEOUT_S
-        while self.children and self.stopping < 2 and time.monotonic() < deadline:
-            self._reap()
+        while self.executor.running() and self.stopping < 2 and time.monotonic() < deadline:
+            self._end_runs(self.executor.poll())
             time.sleep(TICK_S)
-        for child in self.children.values():
-            if child.process.is_alive():
-                child.process.kill()
-        for child in list(self.children.values()):
-            child.process.join(10)
-        self._reap()
+        self._end_runs(self.executor.stop_cold())
+
+
+def make_executor(settings: Settings, store: RunStore) -> Executor:
+    """The executor that ``settings.executor`` names."""
+    if settings.executor == "ray":
+        from server.worker.ray_executor import RayExecutor
+
+        return RayExecutor(settings, store)
+    from server.worker.local_executor import LocalExecutor
+
+    return LocalExecutor(settings, store)
 
 
 def main(settings_json: str | None = None, *, die_with_parent: bool = False) -> None:
@@ -289,27 +229,11 @@ def main(settings_json: str | None = None, *, die_with_parent: bool = False) -> 
     settings = Settings.model_validate_json(settings_json) if settings_json else Settings()
     settings.ensure_dirs()
     migrate(settings.db_url)
-    supervisor: Supervisor
-    if settings.executor == "ray":
-        from server.worker.ray_executor import RaySupervisor
-
-        supervisor = RaySupervisor(settings)
-    else:
-        supervisor = Supervisor(settings)
-    supervisor.install_signals(interrupt=not die_with_parent)
-    supervisor.run()
-
-
-def device_use(holders: dict[str, list[str]], nvml: Any | None) -> list[dict[str, Any]]:
-    """What a worker reports with its heartbeat: each device, the runs on it and, for a GPU
-    where NVIDIA's driver answers, its utilization, memory, temperature and power."""
-    use: list[dict[str, Any]] = []
-    for name, runs in holders.items():
-        entry: dict[str, Any] = {"device": name, "runs": runs}
-        kind, _, index = name.partition(":")
-        if nvml is not None and kind == "gpu" and index.isdigit():
-            prefix = f"system/gpu{index}/"
-            stats = system_metrics.gpu_metrics(nvml, int(index))
-            entry.update({key.removeprefix(prefix): value for key, value in stats.items()})
-        use.append(entry)
-    return use
+    engine = make_engine(settings.db_url)
+    try:
+        store = RunStore(make_sessionmaker(engine), settings.runs_dir)
+        supervisor = Supervisor(settings, store, make_executor(settings, store))
+        supervisor.install_signals(interrupt=not die_with_parent)
+        supervisor.run()
+    finally:
+        engine.dispose()
