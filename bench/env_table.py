@@ -163,11 +163,18 @@ def _render(env: Any) -> str:
     return f"ok {shape[1]}x{shape[0]}"
 
 
-def run_all(names: list[str], render: bool = True, write: Any = None) -> list[dict[str, Any]]:
+def run_all(
+    names: list[str], render: bool = True, write: Any = None, done: Any = ()
+) -> list[dict[str, Any]]:
     """``check_env`` of each name (a failure is recorded as the row's ``error``);
-    ``write(rows)`` after each, so that an interrupted run leaves its table so far."""
+    ``write(rows)`` after each, so that an interrupted run leaves its table so far. Rows in
+    ``done`` (an earlier run's, by env) are kept, not run again."""
+    kept = {r["env"]: r for r in done}
     rows: list[dict[str, Any]] = []
     for name in names:
+        if name in kept:
+            rows.append(kept[name])
+            continue
         try:
             row = check_env(name, render=render)
         except Exception as error:
@@ -229,6 +236,12 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("envs", nargs="*", help="default: every env")
     parser.add_argument("--no-render", action="store_true")
     parser.add_argument("--out", default=str(RESULTS / "envs"), help="writes OUT.md, OUT.json")
+    parser.add_argument(
+        "--fresh",
+        action="store_true",
+        help="run every env again (default: keep OUT.json's finished rows and run the rest, "
+        "so that an interrupted table resumes)",
+    )
     args = parser.parse_args(argv)
     os.environ.setdefault("MUJOCO_GL", "egl")
     names = args.envs or default_order()
@@ -242,7 +255,11 @@ def main(argv: list[str] | None = None) -> int:
         out.with_suffix(".json").write_text(json.dumps(rows, indent=1) + "\n")
         out.with_suffix(".md").write_text(markdown(rows, command))
 
-    rows = run_all(names, render=not args.no_render, write=write)
+    earlier = out.with_suffix(".json")
+    done = []
+    if earlier.exists() and not args.fresh:
+        done = [r for r in json.loads(earlier.read_text()) if not r.get("pending")]
+    rows = run_all(names, render=not args.no_render, write=write, done=done)
     print(markdown(rows, command))
     return 1 if any("error" in r or r.get("restored") is False for r in rows) else 0
 
