@@ -147,7 +147,8 @@ def unroll_distillation(
     carry, transitions, module_state = unroll(
         transition, (student, teacher), carry, unroll_length, rng_key_for_env_reset
     )
-    nnx.update(student, module_state[0])  # the teacher's changes are discarded
+    if 0 in module_state:  # absent for a student without variables
+        nnx.update(student, module_state[0])  # the teacher's changes are discarded
     return (*carry, transitions)
 
 
