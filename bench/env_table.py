@@ -83,9 +83,7 @@ def check_env(name: str, *, render: bool = True) -> dict[str, Any]:
         return row
     preset = tiny_preset(name)
     row["source"] = preset.source
-    overrides = dict(preset.env_overrides)
-    if catalogue.source_of(name) == "playground":
-        overrides["impl"] = "jax"  # on the CPU (warp is ~30x slower there)
+    overrides = dict(preset.env_overrides)  # envs.load picks impl="jax" on the CPU itself.
     start = time.perf_counter()
     env = envs.load(name, overrides)
     row["load_s"] = round(time.perf_counter() - start, 2)
@@ -242,6 +240,9 @@ def main(argv: list[str] | None = None) -> int:
         help="run every env again (default: keep OUT.json's finished rows and run the rest, "
         "so that an interrupted table resumes)",
     )
+    parser.add_argument(
+        "--retry-failed", action="store_true", help="run again the envs whose row is an error"
+    )
     args = parser.parse_args(argv)
     os.environ.setdefault("MUJOCO_GL", "egl")
     names = args.envs or default_order()
@@ -258,7 +259,11 @@ def main(argv: list[str] | None = None) -> int:
     earlier = out.with_suffix(".json")
     done = []
     if earlier.exists() and not args.fresh:
-        done = [r for r in json.loads(earlier.read_text()) if not r.get("pending")]
+        done = [
+            r
+            for r in json.loads(earlier.read_text())
+            if not r.get("pending") and not (args.retry_failed and "error" in r)
+        ]
     rows = run_all(names, render=not args.no_render, write=write, done=done)
     print(markdown(rows, command))
     return 1 if any("error" in r or r.get("restored") is False for r in rows) else 0

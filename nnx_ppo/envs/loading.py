@@ -24,6 +24,7 @@ from typing import Any
 import jax
 
 from nnx_ppo import catalogue, plugins
+from nnx_ppo.envs import playground_compat
 from nnx_ppo.envs.builtin import BUILTIN_ENVS
 from nnx_ppo.envs.wrappers import EpisodeWrapper
 
@@ -173,6 +174,7 @@ def _load_playground(name: str, overrides: dict[str, Any]) -> EpisodeWrapper:
         raise AssetsMissing(reason)
     from mujoco_playground import registry  # Slow import, kept lazy.
 
+    playground_compat.install()
     if name in catalogue.MENAGERIE_ASSETS:
         _point_playground_at_menagerie(name)
     default_config = registry.get_default_config(name)
