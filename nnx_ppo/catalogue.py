@@ -24,7 +24,13 @@ from nnx_ppo import menagerie, plugins
 MENAGERIE_ENV_VAR = menagerie.ENV_VAR
 """Environment variable naming a local MuJoCo Menagerie checkout (wins when set)."""
 
-BUILTIN_ENV_NAMES = ("PointReach", "PointReachDict", "PointReachEnergy", "MemoryCue")
+BUILTIN_ENV_NAMES = (
+    "PointReach",
+    "PointReachDict",
+    "PointReachEnergy",
+    "MemoryCue",
+    "TwoArmReach",
+)
 """``nnx_ppo.envs.BUILTIN_ENVS``, in its order (a test keeps the two equal)."""
 
 _DM_CONTROL = [

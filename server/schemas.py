@@ -373,7 +373,15 @@ class EnvPublic(BaseModel):
         default=None, description="Null until the service has loaded the env once."
     )
     action_size: int | None = Field(
-        default=None, description="Null until the service has loaded the env once."
+        default=None,
+        description="Null until the service has loaded the env once. For an env with dict "
+        "actions (action_heads), the total over its heads.",
+    )
+    action_heads: dict[str, int] | None = Field(
+        default=None,
+        description="For an env whose action is a dict of arrays, {head: size}: a network "
+        "needs one action head per key (a graph network's 'actions'). Null for a plain "
+        "[action_size] action.",
     )
     source: str = Field(
         description="'builtin', 'playground', or 'plugin:<package>' for an env an installed "

@@ -90,7 +90,8 @@ def _check_networks(env: RLEnv, student: StatefulModule, teacher: StatefulModule
                 f"{name} output has no distribution_params 'loc' and 'scale' (a tanh-normal "
                 f"policy such as PPONetwork is needed), got {params!r}"
             )
-        return params["loc"].shape, params["scale"].shape
+        shape = lambda x: x.shape  # noqa: E731
+        return jax.tree.map(shape, params["loc"]), jax.tree.map(shape, params["scale"])
 
     student_shapes = distribution_shapes(student, "student")
     teacher_shapes = distribution_shapes(teacher, "teacher")

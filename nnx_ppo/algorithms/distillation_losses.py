@@ -1,10 +1,12 @@
 """The distillation objective: the student's action distribution against the teacher's.
 
 Both networks end in a tanh-normal sampler: an action is ``tanh(u)`` with ``u ~ N(loc,
-scale)`` (diagonal). The loss is the KL divergence ``KL(teacher || student)`` of the two
-action distributions, averaged over the ``[T, B]`` steps of a rollout. ``tanh`` is a
-bijection applied to both, and a KL divergence does not change under a bijection of both
-variables, so this is exactly the KL between the underlying normals::
+scale)`` (diagonal); with several action heads (dict actions) one per head, and the KL of
+the joint distributions is the sum of the heads' (``action_heads.sum_over_heads``). The
+loss is the KL divergence ``KL(teacher || student)`` of the two action distributions,
+averaged over the ``[T, B]`` steps of a rollout. ``tanh`` is a bijection applied to both,
+and a KL divergence does not change under a bijection of both variables, so this is exactly
+the KL between the underlying normals::
 
     KL = sum_a [log(s_s / s_t) + (s_t^2 + (m_t - m_s)^2) / (2 s_s^2) - 1/2]
 
@@ -27,6 +29,12 @@ from typing import Any, NamedTuple
 import jax
 import jax.numpy as jnp
 
+from nnx_ppo.algorithms.action_heads import (
+    is_multi_head,
+    map_heads,
+    mean_over_heads,
+    sum_over_heads,
+)
 from nnx_ppo.algorithms.losses import replay_scan
 from nnx_ppo.algorithms.types import DistillationTransition, LoggingLevel
 from nnx_ppo.networks.base import StatefulModule
@@ -36,12 +44,13 @@ class StudentReplay(NamedTuple):
     """The student's action distributions over a rollout, with its current parameters.
 
     Attributes:
-        loc: ``[T, B, A]`` mean of the pre-tanh normal.
-        scale: ``[T, B, A]`` its standard deviation.
+        loc: ``[T, B, A]`` mean of the pre-tanh normal (a dict ``{head: [T, B, A_head]}``
+            for several action heads).
+        scale: ``[T, B, A]`` its standard deviation (the same structure).
     """
 
-    loc: jax.Array
-    scale: jax.Array
+    loc: Any
+    scale: Any
 
 
 def gaussian_kl(
@@ -97,7 +106,7 @@ def replay_student(
         )
         loc, scale = _distribution(student(student_state, flat[0], flat[1]).output)
         unflatten = lambda x: x.reshape(n_steps, -1, *x.shape[1:])  # noqa: E731
-        return StudentReplay(unflatten(loc), unflatten(scale))
+        return StudentReplay(jax.tree.map(unflatten, loc), jax.tree.map(unflatten, scale))
 
     (loc, scale), _, _ = replay_scan(
         student,
@@ -133,12 +142,23 @@ def distillation_loss(
     """
     target = jax.lax.stop_gradient(rollout_data.teacher_rollout_extras)
     replay = replay_student(student, student_state, rollout_data)
-    kl = gaussian_kl(target["loc"], target["scale"], replay.loc, replay.scale)  # [T, B]
+    # [T, B]; with several action heads the sum of the heads' divergences (they are
+    # independent, so this is the KL of the joint action distributions)
+    kl = sum_over_heads(gaussian_kl, target["loc"], target["scale"], replay.loc, replay.scale)
     loss = jnp.mean(kl)
     metrics = {"losses/distillation": loss}
     if logging_level & LoggingLevel.ACTOR_EXTRA:
-        metrics["actor/loc_error"] = jnp.mean(jnp.abs(replay.loc - target["loc"]))
-        metrics["actor/action_error"] = jnp.mean(jnp.abs(jnp.tanh(replay.loc) - target["actions"]))
-        metrics["actor/action_std"] = jnp.mean(replay.scale)
-        metrics["actor/teacher_action_std"] = jnp.mean(target["scale"])
+        abs_diff = lambda a, b: jnp.abs(a - b)  # noqa: E731
+        abs_action_diff = lambda loc, a: jnp.abs(jnp.tanh(loc) - a)  # noqa: E731
+        metrics["actor/loc_error"] = mean_over_heads(abs_diff, replay.loc, target["loc"])
+        metrics["actor/action_error"] = mean_over_heads(
+            abs_action_diff, replay.loc, target["actions"]
+        )
+        metrics["actor/action_std"] = mean_over_heads(lambda x: x, replay.scale)
+        metrics["actor/teacher_action_std"] = mean_over_heads(lambda x: x, target["scale"])
+        if is_multi_head(replay.loc):
+            per_head = map_heads(
+                gaussian_kl, target["loc"], target["scale"], replay.loc, replay.scale
+            )
+            metrics.update({f"actor/kl/{h}": jnp.mean(v) for h, v in per_head.items()})
     return loss, metrics

@@ -9,6 +9,7 @@ import jax
 import jax.numpy as jnp
 from flax import nnx
 
+from nnx_ppo.algorithms.action_heads import head_metrics
 from nnx_ppo.algorithms.module_scan import scan_with_modules
 from nnx_ppo.algorithms.rollout import tree_where
 from nnx_ppo.algorithms.streams import check_streams, stream_names, sum_leaves
@@ -241,6 +242,8 @@ def ppo_loss(
         metrics["actor/clip_fraction"] = jnp.mean(jnp.abs(ratio - 1.0) > clip_range)
         metrics["actor/entropy"] = jnp.mean(replay.metrics["entropy"])
         metrics["actor/action_std"] = jnp.mean(replay.metrics["action_std"])
+        for head, entropy in head_metrics(replay.metrics, "entropy").items():
+            metrics[f"actor/entropy/{head}"] = jnp.mean(entropy)
     return total, metrics
 
 

@@ -13,6 +13,7 @@ import jax.numpy as jnp
 from flax import nnx
 from jaxtyping import PyTree
 
+from nnx_ppo.algorithms.action_heads import heads_of
 from nnx_ppo.algorithms.streams import stream_names
 from nnx_ppo.algorithms.types import LoggingLevel, Transition
 
@@ -66,7 +67,9 @@ def compute_metrics(
         metrics["rollout/done_fraction"] = jnp.mean(rollout_data.done)
         metrics["rollout/truncated_fraction"] = jnp.mean(rollout_data.truncated)
         output = rollout_data.network_output
-        metrics.update(describe("rollout/action", output.actions, percentile_levels))
+        for head, actions in heads_of(output.actions).items():
+            key = f"rollout/action/{head}" if head else "rollout/action"
+            metrics.update(describe(key, actions, percentile_levels))
     if logging_level & LoggingLevel.ROLLOUT_OBS:
         for i, leaf in enumerate(jax.tree.leaves(rollout_data.obs)):
             flat = leaf.reshape(-1, leaf.shape[-1]) if leaf.ndim > 2 else leaf.reshape(-1, 1)

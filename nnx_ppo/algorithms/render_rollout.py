@@ -108,7 +108,7 @@ def eval_rollout_for_render_scan(
         env_s, net_s, done, total = carry
         obs = jax.tree.map(lambda x: x[None], env_s.obs)
         out = m(net_s, obs)
-        stepped = env.step(env_s, out.output.actions[0])
+        stepped = env.step(env_s, jax.tree.map(lambda a: a[0], out.output.actions))
         total = total + jnp.where(done, 0.0, sum_leaves(jax.tree.leaves(stepped.reward)))
         next_env_s = _where(done, env_s, stepped)
         done = jnp.logical_or(done, stepped.done > 0.5)

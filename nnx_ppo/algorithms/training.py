@@ -11,6 +11,7 @@ from typing import Any, TypeVar
 import jax
 from flax import nnx
 
+from nnx_ppo.algorithms.action_heads import action_shape, check_action_structure
 from nnx_ppo.algorithms.carry import check_n_envs
 from nnx_ppo.algorithms.config import DistillationTrainConfig, TrainConfig, TrainResult, VideoData
 from nnx_ppo.algorithms.host_loop import MAX_ITERATIONS_PER_CALL as MAX_ITERATIONS_PER_CALL
@@ -201,15 +202,10 @@ def training_state_for(env: RLEnv, networks: StatefulModule, config: TrainConfig
 
 def check_compatible(env: RLEnv, networks: StatefulModule) -> None:
     """Raises ValueError unless ``networks`` accepts ``env``'s observations, returns actions
-    of its size and has one value head per reward stream of the env. Works on shapes only
-    (``jax.eval_shape``): nothing is compiled."""
+    of its size (for an env whose ``action_size`` is ``{head: size}``, a dict of those
+    heads: ``PPOAdapter(action=Map({head: sampler}))``) and has one value head per reward
+    stream of the env. Works on shapes only (``jax.eval_shape``): nothing is compiled."""
     action_size = getattr(env, "action_size", None)
-    if action_size is not None and not isinstance(action_size, int):
-        raise ValueError(
-            f"the env expects actions of structure {action_size!r}, but the tanh-normal "
-            "sampler produces one flat action vector: wrap the env so that it takes a flat "
-            "[action_size] array and splits it"
-        )
     first = jax.eval_shape(env.reset, jax.random.key(0))
     batch = jax.tree.map(lambda s: jax.ShapeDtypeStruct((2, *s.shape), s.dtype), first.obs)
     graphdef, state = nnx.split(networks)
@@ -225,9 +221,6 @@ def check_compatible(env: RLEnv, networks: StatefulModule) -> None:
         raise ValueError(
             f"the network does not accept this env's observations {shapes}: {error}"
         ) from None
-    actions = output.actions
-    if action_size is not None and actions.shape[-1] != action_size:
-        raise ValueError(
-            f"the network's actions have size {actions.shape[-1]}, the env's {action_size}"
-        )
+    if action_size is not None:
+        check_action_structure(action_size, action_shape(output.actions))
     check_streams(first.reward, output.value_estimates)

@@ -163,6 +163,8 @@ class Env:
     domain_randomizer: bool = False
     reason: str | None = None
     reward_streams: list[str] | None = None
+    action_heads: dict[str, int] | None = None
+    """``{head: size}`` for an env with dict actions (``action_size`` is their total)."""
 
     @classmethod
     def from_json(cls, data: Mapping[str, Any]) -> Env:
@@ -177,6 +179,7 @@ class Env:
             domain_randomizer=bool(data.get("domain_randomizer", False)),
             reason=data.get("reason"),
             reward_streams=data.get("reward_streams"),
+            action_heads=data.get("action_heads"),
         )
 
 

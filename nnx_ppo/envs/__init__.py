@@ -6,7 +6,6 @@ and ``action_size``. The trainer vmaps over envs and resets finished envs itself
 """
 
 from nnx_ppo.envs.builtin import (
-    BUILTIN_ENVS,
     BuiltinEnv,
     MemoryCue,
     MemoryCueData,
@@ -22,7 +21,9 @@ from nnx_ppo.envs.loading import (
     load,
     unavailable_reason,
 )
+from nnx_ppo.envs.registry import BUILTIN_ENVS
 from nnx_ppo.envs.state import State
+from nnx_ppo.envs.two_arm import TwoArmReach, TwoArmReachData
 from nnx_ppo.envs.wrappers import EpisodeWrapper
 
 __all__ = [
@@ -37,6 +38,8 @@ __all__ = [
     "PointReachDict",
     "PointReachEnergy",
     "State",
+    "TwoArmReach",
+    "TwoArmReachData",
     "available_envs",
     "describe",
     "load",

@@ -3,8 +3,9 @@
 Every env here is a single unbatched environment with the MuJoCo Playground ``MjxEnv``
 interface (``reset(rng) -> State``, ``step(state, action) -> State``, ``observation_size``,
 ``action_size``). Actions are float32 ``[action_size]`` in [-1, 1] (larger values are
-clipped). No env resets itself and none has a time limit of its own: wrap it in
-``EpisodeWrapper`` (``nnx_ppo.envs.load`` does) for that.
+clipped); ``two_arm.TwoArmReach`` takes a dict of them, one per action head. No env
+resets itself and none has a time limit of its own: wrap it in ``EpisodeWrapper``
+(``nnx_ppo.envs.load`` does) for that.
 """
 
 from __future__ import annotations
@@ -55,8 +56,9 @@ class BuiltinEnv(abc.ABC):
 
     @property
     @abc.abstractmethod
-    def action_size(self) -> int:
-        """Size of the action vector."""
+    def action_size(self) -> int | dict[str, int]:
+        """Size of the action vector, or ``{head: size}`` for dict actions (one array per
+        action head, ``TwoArmReach``)."""
 
     @property
     @abc.abstractmethod
@@ -310,10 +312,11 @@ class MemoryCue(BuiltinEnv):
         return self.delay + 2
 
 
-BUILTIN_ENVS: dict[str, type[BuiltinEnv]] = {
-    "PointReach": PointReach,
-    "PointReachDict": PointReachDict,
-    "PointReachEnergy": PointReachEnergy,
-    "MemoryCue": MemoryCue,
-}
-"""Built-in envs by the name ``nnx_ppo.envs.load`` knows them under."""
+def __getattr__(name: str) -> Any:
+    # The registry of built-in envs moved to ``registry`` (it also lists envs of other
+    # modules, which import this one); ``builtin.BUILTIN_ENVS`` still reads it.
+    if name == "BUILTIN_ENVS":
+        from nnx_ppo.envs.registry import BUILTIN_ENVS
+
+        return BUILTIN_ENVS
+    raise AttributeError(f"module {__name__!r} has no attribute {name!r}")

@@ -25,7 +25,7 @@ import jax
 
 from nnx_ppo import catalogue, plugins
 from nnx_ppo.envs import playground_compat
-from nnx_ppo.envs.builtin import BUILTIN_ENVS
+from nnx_ppo.envs.registry import BUILTIN_ENVS
 from nnx_ppo.envs.wrappers import EpisodeWrapper
 
 _EPISODE_LENGTH = "episode_length"
@@ -109,8 +109,9 @@ def describe(name: str) -> dict[str, Any]:
         ``{"name", "observation_size", "action_size", "source"}``, where
         ``observation_size`` is an int or, for dict observations, a dict of shape tuples, and
         ``source`` is ``"builtin"``, ``"playground"`` or ``"plugin:<package>"``; plus
-        ``"reward_streams"`` (the names, for ``reward_streams=`` of the network factories)
-        for an env whose reward is a dict.
+        ``"action_heads"`` (``{head: size}``; ``action_size`` is then their total) for an
+        env with dict actions, and ``"reward_streams"`` (the names, for ``reward_streams=``
+        of the network factories) for an env whose reward is a dict.
 
     Raises:
         ValueError: If ``name`` is unknown.
@@ -121,12 +122,16 @@ def describe(name: str) -> dict[str, Any]:
     else:
         env = load(name)
         source = catalogue.source_of(name)
+    size = env.action_size
+    heads = {str(h): int(n) for h, n in size.items()} if isinstance(size, Mapping) else None
     entry = {
         "name": name,
         "observation_size": env.observation_size,
-        "action_size": int(env.action_size),
+        "action_size": sum(heads.values()) if heads else int(size),
         "source": source,
     }
+    if heads is not None:
+        entry["action_heads"] = heads
     streams = reward_streams(env)
     if streams is not None:
         entry["reward_streams"] = list(streams)

@@ -3,6 +3,8 @@
 
 from __future__ import annotations
 
+import functools
+import operator
 from collections.abc import Mapping
 from typing import Any
 
@@ -11,6 +13,7 @@ import jax.numpy as jnp
 
 from nnx_ppo.networks.base import StatefulModule
 from nnx_ppo.networks.containers import has_statistics
+from nnx_ppo.networks.samplers import squashed_entropy
 from nnx_ppo.networks.types import PPONetworkOutput, StatefulOutput
 
 SAMPLER_KEYS = frozenset({"action", "log_likelihood", "raw_action", "loc", "scale"})
@@ -26,8 +29,9 @@ def squeeze_value(v: jax.Array) -> jax.Array:
     return v[..., 0] if v.ndim >= 2 and v.shape[-1] == 1 else v
 
 
-def pack_actions(action_out: Any) -> dict[str, Any]:
-    """The action port's output as ``PPONetworkOutput`` fields.
+def pack_actions(action_out: Any) -> tuple[dict[str, Any], dict[str, jax.Array] | None]:
+    """The action port's output as ``PPONetworkOutput`` fields, and the action metrics of
+    several heads (``head_metrics``; None for one head, whose sampler's metrics stand).
 
     One sampler dict gives the arrays as they are, and so does a dict of one sampler dict
     (a single head's action is the env's plain array action); a dict of several sampler
@@ -64,12 +68,33 @@ def pack_actions(action_out: Any) -> dict[str, Any]:
         return {head: samples[head][key] for head in heads}
 
     loglik = sum(s["log_likelihood"] for s in samples.values())
-    return {
+    packed = {
         "actions": field("action"),
         "raw_actions": field("raw_action"),
         "loglikelihoods": loglik,
         "distribution_params": {"loc": field("loc"), "scale": field("scale")},
     }
+    return packed, None if heads is None else head_metrics(samples)
+
+
+def head_metrics(samples: Mapping[str, Any]) -> dict[str, jax.Array]:
+    """The action metrics of several heads, ``[B]`` each: ``entropy`` (the joint
+    entropy: the heads' sum, they sample independently) and ``action_std`` (the mean scale
+    over all heads' dimensions), plus ``entropy/<head>`` and ``action_std/<head>``.
+
+    A head's entropy is ``NormalTanhSampler``'s estimate recomputed from its sampler dict
+    (the same arithmetic on the same arrays); ``Map`` keeps only one child's metrics under a
+    name, so the samplers' own metrics cannot be told apart.
+    """
+    metrics: dict[str, jax.Array] = {}
+    for head, s in samples.items():
+        metrics[f"entropy/{head}"] = squashed_entropy(s["raw_action"], s["loc"], s["scale"])
+        metrics[f"action_std/{head}"] = jnp.mean(s["scale"], axis=-1)
+    entropies = [metrics[f"entropy/{head}"] for head in samples]
+    metrics["entropy"] = functools.reduce(operator.add, entropies)
+    scales = jnp.concatenate([s["scale"] for s in samples.values()], axis=-1)
+    metrics["action_std"] = jnp.mean(scales, axis=-1)
+    return metrics
 
 
 class PPOAdapter(StatefulModule):
@@ -113,12 +138,13 @@ class PPOAdapter(StatefulModule):
         action_out = self.action(state["action"], x, extras["action"])
         value_out = self.value(state["value"], x, extras["value"])
         reg = action_out.regularization_loss + value_out.regularization_loss
-        metrics = {**value_out.metrics, **action_out.metrics}
+        fields, action_metrics = pack_actions(action_out.output)
+        metrics = {**value_out.metrics, **action_out.metrics, **(action_metrics or {})}
         output = PPONetworkOutput(
             value_estimates=jax.tree.map(squeeze_value, value_out.output),
             regularization_loss=reg,
             metrics=metrics,
-            **pack_actions(action_out.output),
+            **fields,
         )
         next_state = {"action": action_out.next_state, "value": value_out.next_state}
         new_extras = {"action": action_out.rollout_extras, "value": value_out.rollout_extras}

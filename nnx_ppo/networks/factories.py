@@ -291,7 +291,7 @@ def _check_streams(streams: Sequence[str] | None) -> tuple[str, ...] | None:
 # --- Recipes: what rebuilds a network -------------------------------------------------------
 
 
-def make_graph_network(obs_size: Any, action_size: int, *, rngs: nnx.Rngs, **fields: Any) -> Any:
+def make_graph_network(obs_size: Any, action_size: Any, *, rngs: nnx.Rngs, **fields: Any) -> Any:
     """A population-graph actor-critic from its JSON description (``fields``: the keyword
     arguments of ``graph_spec.make_graph_actor_critic``), carrying its recipe."""
     network = graph_spec.make_graph_actor_critic(obs_size, action_size, rngs=rngs, **fields)
@@ -334,7 +334,7 @@ _RECIPE_KEYS = {"kind", "obs_size", "action_size", "fields"}
 
 
 def _with_recipe(
-    network: Any, kind: str, obs_size: Any, action_size: int, fields: dict[str, Any]
+    network: Any, kind: str, obs_size: Any, action_size: Any, fields: dict[str, Any]
 ) -> Any:
     """``network`` with its recipe as a JSON string (a static attribute of the module, so
     that copies made by ``nnx.split`` / ``nnx.merge`` keep it). A value JSON cannot hold

@@ -15,9 +15,11 @@ builder does, plus which graph outputs parameterise the policy and the value::
      "actions": {"arm": "arm"}, "value": "value"}
 
 The network is ``Sequential([Normalizer?, PopulationGraph, PPOAdapter])``: an action head's
-output population holds a tanh-Gaussian's mean and raw std (``2 * action_size`` units), the
-value output one unit (or, for an env with reward streams, ``value`` maps each stream to an
-output). An array observation is the graph's obs key ``"obs"``.
+output population holds a tanh-Gaussian's mean and raw std (``2 * action_size`` units); for
+an env with dict actions (``action_size`` ``{head: size}``) ``actions`` names one output per
+env head and the action port is ``Map({head: NormalTanhSampler})``. The value output has
+one unit (or, for an env with reward streams, ``value`` maps each stream to an output). An
+array observation is the graph's obs key ``"obs"``.
 
 ``graph_problems`` finds every mistake at once as ``(loc, message)`` with ``loc`` a path into
 the description (``("connections", 3, "delay")``), before anything is built: what the
@@ -38,7 +40,7 @@ from nnx_ppo.networks.graph import Edge, PopulationGraph, zero_delay_cycle
 from nnx_ppo.networks.layers import ACTIVATIONS
 from nnx_ppo.networks.normalizer import Normalizer, obs_shapes
 from nnx_ppo.networks.sampling_layers import NormalTanhSampler
-from nnx_ppo.networks.utils import Filter, Flattener
+from nnx_ppo.networks.utils import Filter, Flattener, Map
 
 Loc = tuple[str | int, ...]
 Problem = tuple[Loc, str]
@@ -197,33 +199,74 @@ def _output_sizes(populations: dict[str, dict[str, Any]]) -> dict[str, int]:
     }
 
 
-def _head_problems(
-    description: Mapping[str, Any],
-    outputs: dict[str, int],
-    action_size: int,
-    reward_streams: Sequence[str] | None,
+def _action_problems(
+    actions: Mapping[str, Any], outputs: dict[str, int], action_size: int | Mapping[str, int]
 ) -> list[Problem]:
+    """The ``actions`` entries that do not fit the env: one head for an env that takes one
+    action array, the env's heads (``{head: size}``) for one that takes a dict of them, and
+    each head's output ``2 * size`` units."""
     problems: list[Problem] = []
-    actions = description.get("actions")
-    if not isinstance(actions, Mapping) or not actions:
-        problems.append((("actions",), 'maps an action head to an output: {"arm": "arm"}'))
-    elif len(actions) > 1:
-        problems.append((("actions",), "one action head for now (several heads need dict actions)"))
-    else:
-        for head, output in actions.items():
-            if output not in outputs:
-                problems.append(
-                    (("actions", head), f"no output {output!r}; outputs: {sorted(outputs)}")
-                )
-            elif outputs[output] != 2 * action_size:
+    if isinstance(action_size, Mapping):
+        sizes = dict(action_size)
+        for head in sizes:
+            if head not in actions:
                 problems.append(
                     (
                         ("actions", head),
-                        f"output {output!r} has {outputs[output]} units; a head for the "
-                        f"env's {action_size} actions needs {2 * action_size} (a mean and a "
-                        "raw std per action)",
+                        f"the env's action head {head!r} has no output; the env's heads: "
+                        f"{sorted(sizes)}",
                     )
                 )
+        for head in actions:
+            if head not in sizes:
+                problems.append(
+                    (
+                        ("actions", head),
+                        f"the env has no action head {head!r}; its heads: {sorted(sizes)}",
+                    )
+                )
+    elif len(actions) > 1:
+        return [
+            (
+                ("actions",),
+                f"the env takes one action array of {action_size}: actions maps one head to "
+                f"an output, got {len(actions)} heads {sorted(actions)}",
+            )
+        ]
+    else:
+        sizes = dict.fromkeys(actions, action_size)
+    for head, output in actions.items():
+        if head not in sizes:
+            continue
+        if output not in outputs:
+            problems.append(
+                (("actions", head), f"no output {output!r}; outputs: {sorted(outputs)}")
+            )
+        elif outputs[output] != 2 * sizes[head]:
+            problems.append(
+                (
+                    ("actions", head),
+                    f"output {output!r} has {outputs[output]} units; a head for "
+                    f"{sizes[head]} actions needs {2 * sizes[head]} (a mean and a raw std "
+                    "per action)",
+                )
+            )
+    return problems
+
+
+def _head_problems(
+    description: Mapping[str, Any],
+    outputs: dict[str, int],
+    action_size: int | Mapping[str, int],
+    reward_streams: Sequence[str] | None,
+) -> list[Problem]:
+    actions = description.get("actions")
+    if not isinstance(actions, Mapping) or not actions:
+        problems: list[Problem] = [
+            (("actions",), 'maps an action head to an output: {"arm": "arm"}')
+        ]
+    else:
+        problems = _action_problems(actions, outputs, action_size)
     value = description.get("value", "value")
     if reward_streams:
         if not isinstance(value, Mapping) or set(value) != set(reward_streams):
@@ -252,7 +295,7 @@ def _head_problems(
 def graph_problems(
     description: Mapping[str, Any],
     obs_size: Any,
-    action_size: int,
+    action_size: int | Mapping[str, int],
     reward_streams: Sequence[str] | None = None,
 ) -> list[Problem]:
     """Every mistake in a graph description, as ``(loc, message)``; empty when it builds."""
@@ -295,9 +338,27 @@ def _whole(x: Any) -> Any:
     return x
 
 
+def _action_port(
+    actions: Mapping[str, str], rngs: nnx.Rngs, entropy_weight: float, min_std: float
+) -> StatefulModule:
+    """One head: its output's tanh-normal sampler (the env's plain array action). Several:
+    ``Map({head: sampler})`` over the heads' outputs (a dict action)."""
+    if len(actions) == 1:
+        (action_output,) = actions.values()
+        return Sequential(
+            [
+                Filter({"mean_and_std": action_output}),
+                Flattener(),
+                NormalTanhSampler(rngs, entropy_weight, min_std=min_std),
+            ]
+        )
+    samplers = {h: NormalTanhSampler(rngs, entropy_weight, min_std=min_std) for h in actions}
+    return Sequential([Filter(dict(actions)), Map(samplers)])
+
+
 def make_graph_actor_critic(
     obs_size: Any,
-    action_size: int,
+    action_size: int | Mapping[str, int],
     *,
     rngs: nnx.Rngs,
     populations: Sequence[Mapping[str, Any]],
@@ -340,14 +401,7 @@ def make_graph_actor_critic(
             reciprocal=conn.get("reciprocal", False),
         )
     graph.finalize()
-    (action_output,) = actions.values()
-    action_port = Sequential(
-        [
-            Filter({"mean_and_std": action_output}),
-            Flattener(),
-            NormalTanhSampler(rngs, entropy_weight, min_std=min_std),
-        ]
-    )
+    action_port = _action_port(actions, rngs, entropy_weight, min_std)
     if isinstance(value, str):
         value_port: StatefulModule = Sequential([Filter({"value": value}), Flattener()])
     else:

@@ -6,7 +6,9 @@ Both take and give flat arrays, with any batch size ``B``:
   observation, one per key in sorted order), then the policy state's leaves in the order of
   ``jax.tree.leaves(policy.initial_state(B))`` (none for a feed-forward policy; ``h`` and
   ``c`` of the LSTM for the recurrent factory's);
-* outputs: the action ``[B, action_size]``, then the next state's leaves in the same order.
+* outputs: the action ``[B, action_size]`` (for several action heads, one ``[B, size]``
+  per head in sorted order, named ``action/<head>``), then the next state's leaves in the
+  same order.
 
 The parameters and normalizer statistics are constants of the program. The ONNX model names
 its inputs ``obs`` (``obs/<key>`` for a dict), ``state_0``, ``state_1``, ... and its outputs
@@ -66,14 +68,17 @@ def signature(policy: Policy) -> tuple[list[str], list[str]]:
     shapes = policy.obs_shapes
     obs = [f"obs/{k}" for k in sorted(shapes)] if isinstance(shapes, dict) else ["obs"]
     n_state = len(jax.tree.leaves(policy.initial_state(1)))
+    size = policy.action_size
+    action = [f"action/{h}" for h in sorted(size)] if isinstance(size, dict) else ["action"]
     return (
         [*obs, *(f"state_{i}" for i in range(n_state))],
-        ["action", *(f"next_state_{i}" for i in range(n_state))],
+        [*action, *(f"next_state_{i}" for i in range(n_state))],
     )
 
 
 def flat_program(policy: Policy) -> tuple[Callable[..., tuple[jax.Array, ...]], list[Any]]:
-    """``(fn, shapes)``: ``fn(*obs_leaves, *state_leaves) -> (action, *next_state_leaves)``,
+    """``(fn, shapes)``: ``fn(*obs_leaves, *state_leaves) -> (*action_leaves,
+    *next_state_leaves)`` (one action leaf per head, in sorted order),
     the parameters as constants, and each input's shape with ``None`` for the batch axis
     (``input_specs`` gives their dtypes too)."""
     obs_shapes = policy.obs_shapes
@@ -88,7 +93,7 @@ def flat_program(policy: Policy) -> tuple[Callable[..., tuple[jax.Array, ...]], 
         obs = jax.tree.unflatten(obs_def, args[:n_obs])
         state = jax.tree.unflatten(state_def, args[n_obs:])
         next_state, action = step(state, obs)
-        return (action, *jax.tree.leaves(next_state))
+        return (*jax.tree.leaves(action), *jax.tree.leaves(next_state))
 
     shapes = [(None, *s) for s in obs_leaves] + [(None, *x.shape[1:]) for x in state_leaves]
     return fn, shapes

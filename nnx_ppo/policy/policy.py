@@ -16,7 +16,7 @@ from __future__ import annotations
 import functools
 import os
 import re
-from collections.abc import Callable
+from collections.abc import Callable, Mapping
 from typing import Any
 
 import jax
@@ -52,7 +52,8 @@ class Policy:
         obs_shapes: The shape of the observation the policy reads, without the batch axis
             (a tuple), or a dict of them for a dict observation. An asymmetric network's
             policy reads only its ``policy_obs_key``.
-        action_size: Actions are ``[B, action_size]``, in ``[-1, 1]``.
+        action_size: Actions are ``[B, action_size]``, in ``[-1, 1]``; for a network with
+            several action heads, ``{head: size}`` and the actions ``{head: [B, size]}``.
 
     Raises:
         TypeError: If ``network`` has no ``policy_*`` methods and no recipe (a composed
@@ -67,6 +68,7 @@ class Policy:
         self.network = copy
         """The eval-mode copy that acts (read it, do not change it)."""
         self.step = step
+        self.action_size: int | dict[str, int]
         if acting is None:
             self.obs_shapes = copy.policy_obs_shapes()
             self.action_size = int(copy.sampler.action_size)
@@ -93,7 +95,8 @@ class Policy:
 
     def act(self, state: Any, obs: Any) -> tuple[Any, jax.Array]:
         """One step: ``(next state, action)`` for observations ``obs`` (``[B, ...]``
-        leaves; an env's whole observation, or ``observation(obs)``).
+        leaves; an env's whole observation, or ``observation(obs)``). The action is ``[B,
+        action_size]``, or ``{head: [B, size]}`` for a network with several action heads.
 
         Raises:
             ValueError: If the observation's shapes are not ``[B, *obs_shapes]``.
@@ -118,7 +121,7 @@ def policy_action(network: Any, state: Any, policy_obs: Any) -> tuple[Any, jax.A
     return out.next_state, out.output.actions
 
 
-def _acting_of(network: Any) -> tuple[Any, int] | None:
+def _acting_of(network: Any) -> tuple[Any, int | dict[str, int]] | None:
     """None for a network with the ``policy_*`` methods; for a composed one (a
     ``StatefulModule`` made by a factory here, e.g. a population graph) the observation
     shapes and the action size its recipe records.
@@ -136,7 +139,14 @@ def _acting_of(network: Any) -> tuple[Any, int] | None:
             f"(as PPONetwork has) or a composed network made by nnx_ppo.networks.factories "
             f"(it records its sizes); {type(network).__name__} lacks {missing}"
         )
-    return obs_shapes(recipe["obs_size"]), int(recipe["action_size"])
+    return obs_shapes(recipe["obs_size"]), action_size_of(recipe["action_size"])
+
+
+def action_size_of(size: Any) -> int | dict[str, int]:
+    """A recorded action size as an int, or ``{head: int}`` for several action heads."""
+    if isinstance(size, Mapping):
+        return {str(head): int(n) for head, n in size.items()}
+    return int(size)
 
 
 def _act(graphdef: Any, params: Any, state: Any, policy_obs: Any) -> tuple[Any, jax.Array]:

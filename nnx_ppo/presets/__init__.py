@@ -188,7 +188,7 @@ def rescaled_minibatches(ppo: PPOConfig, n_envs: int) -> int:
 
 
 def make_networks(
-    network: dict[str, Any], obs_size: Any, action_size: int, seed: int
+    network: dict[str, Any], obs_size: Any, action_size: Any, seed: int
 ) -> StatefulModule:
     """Builds a network from a spec ``{"kind": "mlp" | "lstm" | "graph", **factory fields}``, or
     ``{"kind": "plugin:<name>", "kwargs": {...}}`` for a plugin network
@@ -242,6 +242,38 @@ TUNED: dict[str, Preset] = {
 """Presets tuned here; they are served whatever the backend."""
 
 
+def two_arm_graph() -> dict[str, Any]:
+    """``TwoArmReach``'s preset network, a population graph (a dict action needs one
+    action head per arm): each arm's observation drives a hidden population of its own
+    that parameterises that arm's action head; the critic reads both arms."""
+    populations: list[dict[str, Any]] = []
+    connections: list[dict[str, Any]] = []
+    for arm in ("left", "right"):
+        populations += [
+            {"name": f"in_{arm}", "size": 6, "input_from": arm},
+            {"name": f"{arm}_hidden", "size": 32, "activation": "swish"},
+            {"name": f"{arm}_arm", "size": 4, "output_to": arm},
+        ]
+        connections += [
+            {"src": f"in_{arm}", "dst": f"{arm}_hidden"},
+            {"src": f"{arm}_hidden", "dst": f"{arm}_arm"},
+            {"src": f"in_{arm}", "dst": "critic_hidden"},
+        ]
+    populations += [
+        {"name": "critic_hidden", "size": 64, "activation": "swish"},
+        {"name": "critic", "size": 1, "output_to": "value"},
+    ]
+    connections.append({"src": "critic_hidden", "dst": "critic"})
+    return {
+        "kind": "graph",
+        "normalize_obs": True,
+        "populations": populations,
+        "connections": connections,
+        "actions": {"left": "left", "right": "right"},
+        "value": "value",
+    }
+
+
 def _builtin_preset(name: str) -> Preset:
     """A small starting setup for a built-in env (sized for a CPU; not tuned)."""
     episode = {"MemoryCue": 12}.get(name, 100)
@@ -252,6 +284,8 @@ def _builtin_preset(name: str) -> Preset:
     network["critic_hidden_sizes"] = (32,) if kind == "lstm" else (64, 64)
     if kind == "lstm":
         network["lstm_size"] = 32
+    if name == "TwoArmReach":  # dict actions: one action head per arm, a graph network's
+        network = two_arm_graph()
     return Preset(
         env=name,
         env_overrides={},

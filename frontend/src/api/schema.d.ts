@@ -406,8 +406,15 @@ export interface components {
         /** EnvPublic */
         EnvPublic: {
             /**
+             * Action Heads
+             * @description For an env whose action is a dict of arrays, {head: size}: a network needs one action head per key (a graph network's 'actions'). Null for a plain [action_size] action.
+             */
+            action_heads?: {
+                [key: string]: number;
+            } | null;
+            /**
              * Action Size
-             * @description Null until the service has loaded the env once.
+             * @description Null until the service has loaded the env once. For an env with dict actions (action_heads), the total over its heads.
              */
             action_size?: number | null;
             /**

@@ -1,0 +1,15 @@
+"""``BUILTIN_ENVS``: the built-in envs by the name ``nnx_ppo.envs.load`` knows them under."""
+
+from __future__ import annotations
+
+from nnx_ppo.envs.builtin import BuiltinEnv, MemoryCue, PointReach, PointReachDict, PointReachEnergy
+from nnx_ppo.envs.two_arm import TwoArmReach
+
+BUILTIN_ENVS: dict[str, type[BuiltinEnv]] = {
+    "PointReach": PointReach,
+    "PointReachDict": PointReachDict,
+    "PointReachEnergy": PointReachEnergy,
+    "MemoryCue": MemoryCue,
+    "TwoArmReach": TwoArmReach,
+}
+"""Built-in envs by the name ``nnx_ppo.envs.load`` knows them under."""
