@@ -16,7 +16,7 @@ def with_precision(precision: object, **network: object) -> dict:
 
 def test_other_precisions_are_refused_on_the_field(service: Service) -> None:
     for bad in ("float16", "bf16", 16):
-        refused = service.client.post("/api/runs", json=with_precision(bad))
+        refused = service.client.post("/api/runs", json=with_precision(bad), timeout=180)
         assert refused.status_code == 422, refused.text
         assert refused_locs(refused) == [["body", "network", "precision"]]
     plugin = with_precision("bfloat16", kind="plugin:tiny")
@@ -26,7 +26,10 @@ def test_other_precisions_are_refused_on_the_field(service: Service) -> None:
 
 
 def test_a_bfloat16_run_trains_and_logs_its_precision(service: Service) -> None:
-    run = service.submit(with_precision("bfloat16"))
+    # The first submit loads the env for the spec check: give it time on a loaded machine.
+    response = service.client.post("/api/runs", json=with_precision("bfloat16"), timeout=180)
+    assert response.status_code == 201, response.text
+    run = response.json()
     assert run["spec"]["network"]["precision"] == "bfloat16"
     done = service.wait_for(run["id"], timeout=600)
     assert done["status"] == "succeeded", done["error"]
