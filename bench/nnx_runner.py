@@ -31,6 +31,8 @@ libraries do the same work per update:
   ``nnx_ppo.presets.playground``): the same env steps per update and per minibatch
   (``batch_size`` trajectories of ``rollout_length`` there, ``n_envs / n_minibatches`` envs
   of ``k * rollout_length`` here), the same Adam steps.
+* ``precision`` (nnx-ppo only; ``float32`` when absent) -> ``make_mlp_actor_critic``'s
+  ``precision`` (``bfloat16``: bf16 matrix products, f32 accumulation; ``bench.precision``).
 * ``reward_scaling`` -> ``PPOConfig.reward_scaling`` (both libraries multiply rewards inside
   the loss only). ``num_resets_per_eval`` must be 0 (we never reset
   all envs): other values are rejected rather than silently ignored, so "equal settings"
@@ -67,7 +69,7 @@ from nnx_ppo.algorithms import config as C
 from nnx_ppo.algorithms import ppo
 from nnx_ppo.networks import factories
 
-NNX_ONLY_KEYS = ("anneal_learning_rate", "devices")
+NNX_ONLY_KEYS = ("anneal_learning_rate", "devices", "precision")
 """Settings only nnx-ppo understands (Brax's runner rejects them)."""
 SPS_KEY = "throughput/env_steps_per_second"
 """The metric ``train_ppo`` adds to the last iteration of each jitted call."""
@@ -229,8 +231,9 @@ def train_config(
     return C.TrainConfig(ppo=ppo, eval=evaluation, seed=cfg.seed, devices=devices)
 
 
-def make_networks(cfg: BraxPPOSettings, env: Any) -> nnx.Module:
-    """The actor-critic of ``cfg`` for ``env`` (see the module docstring for the mapping)."""
+def make_networks(cfg: BraxPPOSettings, env: Any, precision: str = "float32") -> nnx.Module:
+    """The actor-critic of ``cfg`` for ``env`` (see the module docstring for the mapping);
+    ``precision`` (the nnx-only setting of that name) is its products' arithmetic."""
     return factories.make_mlp_actor_critic(
         env.observation_size,
         env.action_size,
@@ -239,6 +242,7 @@ def make_networks(cfg: BraxPPOSettings, env: Any) -> nnx.Module:
         critic_hidden_sizes=cfg.value_hidden,
         normalize_obs=cfg.normalize_observations,
         entropy_weight=cfg.entropy_cost,
+        precision=precision,
     )
 
 
@@ -288,7 +292,7 @@ def run_nnx_ppo(settings: Mapping[str, Any]) -> dict[str, Any]:
     cache_files_before = count_files(cache_dir)
     env = envs.load(cfg.env, {"impl": cfg.physics_impl, "episode_length": cfg.episode_length})
     log = _HostLog(t0=time.perf_counter())
-    networks = make_networks(cfg, env)
+    networks = make_networks(cfg, env, settings.get("precision", "float32"))
     result = ppo.train_ppo(env, networks, config, log_fn=log.on_metrics)
     total_seconds = time.perf_counter() - log.t0
     out = _result(cfg, log, total_seconds, result.total_steps)

@@ -127,6 +127,13 @@ class NetworkSpec(BaseModel):
         description="The observation key the value reads, e.g. 'privileged_state' (the "
         "policy never sees it). Given with policy_obs_key.",
     )
+    precision: Literal["float32", "bfloat16"] | None = Field(
+        default=None,
+        description="The arithmetic of the network's matrix products: 'float32' (default) or "
+        "'bfloat16' (operands rounded to bfloat16, accumulated in float32; parameters, "
+        "optimizer state, normalizer statistics, losses and GAE stay float32). Kinds 'mlp', "
+        "'lstm' and 'graph'.",
+    )
 
     @field_validator("kind")
     @classmethod

@@ -40,6 +40,7 @@ from nnx_ppo.algorithms.host_loop import (
     StopFn,
     run_training,
 )
+from nnx_ppo.algorithms.matmul_precision import explicit_matmul_precision
 from nnx_ppo.algorithms.program_cache import ProgramCache
 from nnx_ppo.algorithms.training import resolve_config, schedule_of
 from nnx_ppo.algorithms.types import DistillationState, RLEnv, TrainingState
@@ -144,6 +145,7 @@ def train_distillation(
     ``losses/distillation`` (see ``distillation_losses``) and the other groups of
     ``config.distillation.logging_level``. With ``config.video.enabled`` and a
     ``video_fn``, the student's deterministic episodes are recorded as in ``train_ppo``.
+    Training runs under the same explicit matmul precision as ``train_ppo``'s.
 
     Args:
         env: Training environment.
@@ -215,9 +217,10 @@ def train_distillation(
         static = {"algorithm": "distillation", "distillation": d, "teacher": repr(teacher_graphdef)}
         programs = Programs(program_cache, static, eval_env is None or eval_env is env)
     eval_env = eval_env or env
-    result = run_training(
-        step, initial_state, teacher_vars, eval_env, schedule, callbacks, programs
-    )
+    with explicit_matmul_precision():
+        result = run_training(
+            step, initial_state, teacher_vars, eval_env, schedule, callbacks, programs
+        )
     assert isinstance(result.state, DistillationState)
     return DistillationTrainResult(**result.fields())
 

@@ -25,6 +25,7 @@ from nnx_ppo.algorithms.host_loop import (
     StopFn,
     run_training,
 )
+from nnx_ppo.algorithms.matmul_precision import explicit_matmul_precision
 from nnx_ppo.algorithms.program_cache import ProgramCache
 from nnx_ppo.algorithms.registry import algorithm_for
 from nnx_ppo.algorithms.sharding import check_devices
@@ -114,6 +115,8 @@ def train_ppo(
     ``config.checkpoint_every_steps`` and the end of training. With ``config.video.enabled``
     and a ``video_fn``, one deterministic episode of the eval env is rendered each time the
     step count passes a multiple of ``video.every_steps`` (not at the end otherwise).
+    Training runs under an explicit matmul precision: ``"highest"`` (true float32 products,
+    never TF32 on a GPU) unless the caller set one (``nnx_ppo.algorithms.matmul_precision``).
 
     Args:
         env: Training environment (MjxEnv).
@@ -176,7 +179,8 @@ def train_ppo(
         same_eval_env = eval_env is None or eval_env is env
         programs = Programs(program_cache, {"algorithm": "ppo", "ppo": p}, same_eval_env)
     eval_env = eval_env or env  # the nominal model unless randomized by the caller
-    result = run_training(step, initial_state, None, eval_env, schedule, callbacks, programs)
+    with explicit_matmul_precision():
+        result = run_training(step, initial_state, None, eval_env, schedule, callbacks, programs)
     assert isinstance(result.state, TrainingState)
     return TrainResult(**result.fields())
 

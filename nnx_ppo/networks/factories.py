@@ -21,6 +21,7 @@ from nnx_ppo.networks import graph_spec
 from nnx_ppo.networks.actor_critic import AsymmetricPPONetwork, PPONetwork, key_slice
 from nnx_ppo.networks.layers import LSTM, MLP, Sequential
 from nnx_ppo.networks.normalizer import Normalizer, flat_size, obs_shapes
+from nnx_ppo.networks.precision import DEFAULT_PRECISION, check_precision
 from nnx_ppo.networks.samplers import TanhNormalSampler
 
 
@@ -81,6 +82,7 @@ def make_mlp_actor_critic(
     reward_streams: Sequence[str] | None = None,
     policy_obs_key: str | None = None,
     value_obs_key: str | None = None,
+    precision: str = DEFAULT_PRECISION,
 ) -> PPONetwork:
     """A feed-forward actor-critic: separate MLPs for the policy and the value.
 
@@ -105,11 +107,14 @@ def make_mlp_actor_critic(
             value head each (``value_estimates`` is then a dict). None: one value.
         policy_obs_key: The dict-observation key the policy reads (None: all keys).
         value_obs_key: The dict-observation key the value reads (None: all keys).
+        precision: ``"float32"`` or ``"bfloat16"``: the arithmetic of the MLPs' matrix
+            products (``nnx_ppo.networks.precision``; parameters stay float32).
     """
     obs_size = _check_obs_size(obs_size)
     action_size = _check_action_size(action_size)
     actor_hidden = _check_sizes("actor_hidden_sizes", actor_hidden_sizes)
     critic_hidden = _check_sizes("critic_hidden_sizes", critic_hidden_sizes)
+    precision = check_precision(precision)
     keys = _obs_keys(obs_size, policy_obs_key, value_obs_key)
     shapes = obs_shapes(obs_size)
     n_actor_in = n_critic_in = flat_size(obs_size)
@@ -121,10 +126,14 @@ def make_mlp_actor_critic(
         rngs=rngs,
         activation=activation,
         last_layer_scale=0.01,
+        precision=precision,
     )
     streams = _check_streams(reward_streams)
     critic = MLP(
-        (n_critic_in, *critic_hidden, len(streams or (0,))), rngs=rngs, activation=activation
+        (n_critic_in, *critic_hidden, len(streams or (0,))),
+        rngs=rngs,
+        activation=activation,
+        precision=precision,
     )
     network = _assemble(
         obs_size,
@@ -148,6 +157,7 @@ def make_mlp_actor_critic(
         "reward_streams": streams,
         "policy_obs_key": policy_obs_key,
         "value_obs_key": value_obs_key,
+        "precision": precision,
     }
     return _with_recipe(network, "mlp", obs_size, action_size, fields)
 
@@ -186,6 +196,7 @@ def make_lstm_actor_critic(
     entropy_weight: float = 1e-2,
     min_std: float = 1e-3,
     reward_streams: Sequence[str] | None = None,
+    precision: str = DEFAULT_PRECISION,
 ) -> PPONetwork:
     """A recurrent actor-critic: policy and value each read an LSTM of their own.
 
@@ -205,27 +216,36 @@ def make_lstm_actor_critic(
         min_std: Floor of the policy's standard deviation.
         reward_streams: Names of the env's reward streams when its reward is a dict: one
             value head each (``value_estimates`` is then a dict). None: one value.
+        precision: ``"float32"`` or ``"bfloat16"``: the arithmetic of the LSTMs' and the
+            MLPs' matrix products (``nnx_ppo.networks.precision``).
     """
     obs_size = _check_obs_size(obs_size)
     action_size = _check_action_size(action_size)
+    precision = check_precision(precision)
     if not _is_int(lstm_size) or lstm_size <= 0:
         raise ValueError(f"lstm_size must be a positive integer, got {lstm_size!r}")
     actor_hidden = _check_sizes("actor_hidden_sizes", actor_hidden_sizes)
     critic_hidden = _check_sizes("critic_hidden_sizes", critic_hidden_sizes)
     n_in = flat_size(obs_size)
     actor = Sequential(
-        LSTM(n_in, lstm_size, rngs=rngs),
+        LSTM(n_in, lstm_size, rngs=rngs, precision=precision),
         MLP(
             (lstm_size, *actor_hidden, 2 * action_size),
             rngs=rngs,
             activation=activation,
             last_layer_scale=0.01,
+            precision=precision,
         ),
     )
     streams = _check_streams(reward_streams)
     critic = Sequential(
-        LSTM(n_in, lstm_size, rngs=rngs),
-        MLP((lstm_size, *critic_hidden, len(streams or (0,))), rngs=rngs, activation=activation),
+        LSTM(n_in, lstm_size, rngs=rngs, precision=precision),
+        MLP(
+            (lstm_size, *critic_hidden, len(streams or (0,))),
+            rngs=rngs,
+            activation=activation,
+            precision=precision,
+        ),
     )
     network = _assemble(
         obs_size, action_size, actor, critic, rngs, normalize_obs, entropy_weight, min_std, streams
@@ -239,6 +259,7 @@ def make_lstm_actor_critic(
         "entropy_weight": entropy_weight,
         "min_std": min_std,
         "reward_streams": streams,
+        "precision": precision,
     }
     return _with_recipe(network, "lstm", obs_size, action_size, fields)
 

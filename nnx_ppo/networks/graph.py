@@ -29,6 +29,7 @@ from flax import nnx
 from nnx_ppo.networks.base import StatefulModule, zero_loss
 from nnx_ppo.networks.delay import read_slot, write_slot
 from nnx_ppo.networks.feedforward import Activation, Dense, resolve_activation
+from nnx_ppo.networks.precision import DEFAULT_PRECISION, check_precision, linear_kwargs
 from nnx_ppo.networks.recording import ACTIVATIONS_PREFIX
 from nnx_ppo.networks.types import StatefulOutput
 
@@ -113,10 +114,13 @@ class PopulationGraph(StatefulModule):
 
     Args:
         rngs: Streams for the default edge transforms (``Dense``).
+        precision: The arithmetic of the default transforms' products, ``"float32"`` or
+            ``"bfloat16"`` (``nnx_ppo.networks.precision``); given transforms keep their own.
     """
 
-    def __init__(self, rngs: nnx.Rngs):
+    def __init__(self, rngs: nnx.Rngs, *, precision: str = DEFAULT_PRECISION):
         self.rngs = rngs
+        self.precision = check_precision(precision)
         self.populations: dict[str, Population] = {}
         self.edges: list[Edge] = []
         self.transforms: nnx.List[StatefulModule] = nnx.List([])
@@ -173,7 +177,7 @@ class PopulationGraph(StatefulModule):
 
     def _transform_for(self, src: Population, dst: Population, transform: Any) -> StatefulModule:
         if transform is None:
-            return Dense(src.size, dst.size, self.rngs)
+            return Dense(src.size, dst.size, self.rngs, **linear_kwargs(self.precision))
         if not isinstance(transform, StatefulModule):
             raise ValueError(
                 f"connection {src.name!r} -> {dst.name!r}: transform must be a StatefulModule"

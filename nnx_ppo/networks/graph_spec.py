@@ -39,6 +39,7 @@ from nnx_ppo.networks.containers import Sequential
 from nnx_ppo.networks.graph import Edge, PopulationGraph, zero_delay_cycle
 from nnx_ppo.networks.layers import ACTIVATIONS
 from nnx_ppo.networks.normalizer import Normalizer, obs_shapes
+from nnx_ppo.networks.precision import DEFAULT_PRECISION
 from nnx_ppo.networks.sampling_layers import NormalTanhSampler
 from nnx_ppo.networks.utils import Filter, Flattener, Map
 
@@ -369,8 +370,10 @@ def make_graph_actor_critic(
     entropy_weight: float = 1e-2,
     min_std: float = 1e-3,
     reward_streams: Sequence[str] | None = None,
+    precision: str = DEFAULT_PRECISION,
 ) -> StatefulModule:
-    """A ``PopulationGraph`` actor-critic from its description (see the module docstring).
+    """A ``PopulationGraph`` actor-critic from its description (see the module docstring);
+    ``precision`` (``"float32"`` or ``"bfloat16"``) is the arithmetic of its edges' products.
 
     Raises:
         GraphSpecError: listing every mistake of the description (``graph_problems``).
@@ -384,7 +387,7 @@ def make_graph_actor_critic(
     problems = graph_problems(description, obs_size, action_size, reward_streams)
     if problems:
         raise GraphSpecError(problems)
-    graph = PopulationGraph(rngs)
+    graph = PopulationGraph(rngs, precision=precision)
     for pop in populations:
         name, size, activation = pop["name"], pop["size"], pop.get("activation")
         if pop.get("input_from") is not None:

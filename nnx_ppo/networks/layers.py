@@ -10,6 +10,7 @@ import jax.numpy as jnp
 from flax import nnx
 
 from nnx_ppo.networks.base import StatefulModule, zero_loss
+from nnx_ppo.networks.precision import DEFAULT_PRECISION, linear_kwargs
 from nnx_ppo.networks.types import StatefulOutput
 
 ACTIVATIONS: dict[str, Callable[[jax.Array], jax.Array]] = {
@@ -37,15 +38,27 @@ class Dense(StatefulModule):
         rngs: Random number streams for initialization.
         kernel_scale: Multiplies the initial weights (small values make near-zero outputs,
             useful for a policy's last layer).
+        precision: ``"float32"`` or ``"bfloat16"``: the arithmetic of the product
+            (``nnx_ppo.networks.precision``); parameters and output are float32 either way.
     """
 
-    def __init__(self, in_size: int, out_size: int, *, rngs: nnx.Rngs, kernel_scale: float = 1.0):
+    def __init__(
+        self,
+        in_size: int,
+        out_size: int,
+        *,
+        rngs: nnx.Rngs,
+        kernel_scale: float = 1.0,
+        precision: str = DEFAULT_PRECISION,
+    ):
         base = nnx.initializers.lecun_uniform()
 
         def init(key: jax.Array, shape: Sequence[int], dtype: Any = jnp.float32) -> jax.Array:
             return base(key, shape, dtype) * kernel_scale
 
-        self.linear = nnx.Linear(in_size, out_size, kernel_init=init, rngs=rngs)
+        self.linear = nnx.Linear(
+            in_size, out_size, kernel_init=init, rngs=rngs, **linear_kwargs(precision)
+        )
 
     def __call__(self, state: Any, obs: jax.Array, rollout_extras: Any = None) -> StatefulOutput:
         return StatefulOutput(state, self.linear(obs), zero_loss(), {}, None)
@@ -59,6 +72,7 @@ class MLP(StatefulModule):
         rngs: Random number streams for initialization.
         activation: Name of the hidden activation (see ``ACTIVATIONS``).
         last_layer_scale: Multiplies the last layer's initial weights.
+        precision: The arithmetic of every layer's product (see ``Dense``).
     """
 
     def __init__(
@@ -68,6 +82,7 @@ class MLP(StatefulModule):
         rngs: nnx.Rngs,
         activation: str = "swish",
         last_layer_scale: float = 1.0,
+        precision: str = DEFAULT_PRECISION,
     ):
         if len(sizes) < 2 or any(int(s) <= 0 for s in sizes):
             raise ValueError(f"MLP sizes must be >= 2 positive integers, got {list(sizes)}")
@@ -81,6 +96,7 @@ class MLP(StatefulModule):
                     sizes[i + 1],
                     rngs=rngs,
                     kernel_scale=last_layer_scale if i == n_layers - 1 else 1.0,
+                    precision=precision,
                 )
                 for i in range(n_layers)
             ]
@@ -105,13 +121,24 @@ class LSTM(StatefulModule):
         in_size: Input features.
         hidden_size: Units.
         rngs: Random number streams for initialization.
+        precision: The arithmetic of the gates' product (see ``Dense``); the cell state
+            and the gates' nonlinearities stay float32.
     """
 
-    def __init__(self, in_size: int, hidden_size: int, *, rngs: nnx.Rngs):
+    def __init__(
+        self,
+        in_size: int,
+        hidden_size: int,
+        *,
+        rngs: nnx.Rngs,
+        precision: str = DEFAULT_PRECISION,
+    ):
         if hidden_size <= 0:
             raise ValueError(f"LSTM hidden_size must be positive, got {hidden_size}")
         self.hidden_size = hidden_size
-        self.gates = nnx.Linear(in_size + hidden_size, 4 * hidden_size, rngs=rngs)
+        self.gates = nnx.Linear(
+            in_size + hidden_size, 4 * hidden_size, rngs=rngs, **linear_kwargs(precision)
+        )
         bias = jnp.zeros((4 * hidden_size,)).at[hidden_size : 2 * hidden_size].set(1.0)
         self.gates.bias[...] = bias  # type: ignore[index]  # Linear has a bias here
 

@@ -393,6 +393,7 @@ _NETWORK_FIELDS = (
     "reward_streams",
     "policy_obs_key",
     "value_obs_key",
+    "precision",
 )
 
 

@@ -19,12 +19,14 @@ import jax
 
 from nnx_ppo import catalogue, envs
 from nnx_ppo.algorithms.config import DistillationTrainConfig, TrainConfig, VideoData
+from nnx_ppo.algorithms.matmul_precision import describe_precision, explicit_matmul_precision
 from nnx_ppo.algorithms.program_cache import ProgramCache
 from nnx_ppo.algorithms.registry import algorithm_for
 from nnx_ppo.algorithms.teacher import load_teacher
 from nnx_ppo.algorithms.training import NonFiniteError
 from nnx_ppo.algorithms.video import encode_mp4
 from nnx_ppo.envs.randomization import randomizer
+from nnx_ppo.networks.precision import DEFAULT_PRECISION
 from nnx_ppo.presets import make_networks
 from nnx_ppo.utils import enable_compilation_cache
 from server.schemas import NetworkSpec
@@ -74,7 +76,8 @@ class RunExecution:
         system = SystemMetricsThread(self.reporter.attach, self.settings.system_metrics_seconds)
         system.start()
         try:
-            return self._execute()
+            with explicit_matmul_precision():  # everything the run compiles, whatever the device
+                return self._execute()
         finally:
             system.stop()
 
@@ -88,6 +91,7 @@ class RunExecution:
             f"JAX {jax.__version__} on {jax.default_backend()} ({jax.devices()[0]})"
         )
         self._log_placement()
+        log(describe_precision(self.spec["network"].get("precision") or DEFAULT_PRECISION))
         config = self._with_devices(make_config(self.spec["kind"], self.spec.get("config") or {}))
         algorithm = algorithm_for(config)
         loop = algorithm.loop_config(config)

@@ -635,6 +635,11 @@ export interface components {
              */
             populations?: components["schemas"]["GraphPopulation"][] | null;
             /**
+             * Precision
+             * @description The arithmetic of the network's matrix products: 'float32' (default) or 'bfloat16' (operands rounded to bfloat16, accumulated in float32; parameters, optimizer state, normalizer statistics, losses and GAE stay float32). Kinds 'mlp', 'lstm' and 'graph'.
+             */
+            precision?: ("float32" | "bfloat16") | null;
+            /**
              * Reward Streams
              * @description One value head per reward stream of a dict reward; default: the env's.
              */

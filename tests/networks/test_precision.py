@@ -1,0 +1,150 @@
+"""A network's ``precision``: bfloat16 products with float32 parameters, outputs and gradients
+close to float32's; float32 exactly as before; bad values refused, naming the field."""
+
+from __future__ import annotations
+
+import jax
+import jax.numpy as jnp
+import numpy as np
+import pytest
+from flax import nnx
+
+from nnx_ppo.networks import factories
+from nnx_ppo.networks.layers import LSTM, MLP, Dense
+from nnx_ppo.networks.precision import bfloat16_dot_general, check_precision, linear_kwargs
+
+IN, OUT, BATCH = 24, 16, 8
+
+
+def inputs(shape: tuple[int, ...], seed: int = 0) -> jax.Array:
+    return jax.random.normal(jax.random.key(seed), shape, jnp.float32)
+
+
+def param_dtypes(module: nnx.Module) -> set[str]:
+    return {str(x.dtype) for x in jax.tree.leaves(nnx.state(module, nnx.Param))}
+
+
+def test_bfloat16_dense_is_close_to_float32_and_keeps_float32_parameters():
+    f32 = Dense(IN, OUT, rngs=nnx.Rngs(0))
+    bf16 = Dense(IN, OUT, rngs=nnx.Rngs(0), precision="bfloat16")
+    np.testing.assert_array_equal(f32.linear.kernel[...], bf16.linear.kernel[...])  # same init
+    x = inputs((BATCH, IN))
+    y32 = f32(None, x).output
+    y16 = bf16(None, x).output
+    assert y16.dtype == jnp.float32 and param_dtypes(bf16) == {"float32"}
+    # bfloat16 keeps 8 significant bits (relative rounding <= 2**-9 per operand), so each of
+    # the 24 products is within ~2**-8 of its float32 value; float32 sums of 24 such terms:
+    # errors well under 2% of the output's scale.
+    scale = float(jnp.max(jnp.abs(y32)))
+    np.testing.assert_allclose(y16, y32, atol=0.02 * scale)
+    assert not np.array_equal(y16, y32)  # the products really were rounded
+
+
+def test_bfloat16_rounds_the_operands_and_accumulates_in_float32():
+    # 1 + 2**-10 is not a bfloat16 (8 significant bits): it rounds to 1. The 257 products
+    # 1 * 1 accumulated in float32 make exactly 257, which a bfloat16 accumulator could not
+    # hold (between 256 and 512 its step is 2); in float32 the sum is 257 * (1 + 2**-10).
+    lhs = jnp.full((1, 257), 1 + 2**-10, jnp.float32)
+    rhs = jnp.ones((257, 1), jnp.float32)
+    out = bfloat16_dot_general(lhs, rhs, (((1,), (0,)), ((), ())))
+    assert out.dtype == jnp.float32
+    assert float(out[0, 0]) == 257.0
+    exact = jax.lax.dot_general(lhs, rhs, (((1,), (0,)), ((), ())))
+    assert float(exact[0, 0]) > 257.0
+
+
+def test_the_bfloat16_program_multiplies_bfloat16_and_float32_does_not():
+    def hlo(precision: str) -> str:
+        mlp = MLP((IN, 32, OUT), rngs=nnx.Rngs(0), precision=precision)
+        graphdef, state = nnx.split(mlp)
+
+        def forward(state, x):
+            return nnx.merge(graphdef, state)(None, x).output
+
+        return jax.jit(forward).lower(state, inputs((BATCH, IN))).as_text()
+
+    assert "bf16" in hlo("bfloat16")
+    assert "bf16" not in hlo("float32")
+
+
+def test_bfloat16_gradients_are_float32_and_close():
+    def grads(precision: str):
+        mlp = MLP((IN, 32, OUT), rngs=nnx.Rngs(1), precision=precision)
+
+        def loss(module: MLP) -> jax.Array:
+            return jnp.mean(module(None, inputs((BATCH, IN)), None).output ** 2)
+
+        return nnx.grad(loss)(mlp)
+
+    g32, g16 = jax.tree.leaves(grads("float32")), jax.tree.leaves(grads("bfloat16"))
+    assert {str(g.dtype) for g in g16} == {"float32"}
+    for a, b in zip(g32, g16, strict=True):
+        np.testing.assert_allclose(b, a, atol=0.03 * float(jnp.max(jnp.abs(a))) + 1e-6)
+
+
+def test_bfloat16_lstm_is_close_to_float32():
+    x = inputs((BATCH, IN))
+    outputs = {}
+    for precision in ("float32", "bfloat16"):
+        lstm = LSTM(IN, OUT, rngs=nnx.Rngs(2), precision=precision)
+        state = lstm.initialize_state(BATCH)
+        for _ in range(3):
+            out = lstm(state, x)
+            state = out.next_state
+        assert all(s.dtype == jnp.float32 for s in state)
+        outputs[precision] = out.output
+    np.testing.assert_allclose(outputs["bfloat16"], outputs["float32"], atol=0.03)
+
+
+def test_float32_layers_are_built_as_without_a_precision():
+    assert linear_kwargs("float32") == {}
+    default, explicit = (
+        Dense(IN, OUT, rngs=nnx.Rngs(0)),
+        Dense(IN, OUT, rngs=nnx.Rngs(0), precision="float32"),
+    )
+    assert nnx.graphdef(default) == nnx.graphdef(explicit)
+
+
+@pytest.mark.parametrize("bad", ["float16", "bf16", None, 32])
+def test_other_precisions_are_refused_naming_the_field(bad):
+    with pytest.raises(ValueError, match=r"precision must be one of \['float32', 'bfloat16'\]"):
+        check_precision(bad)
+    with pytest.raises(ValueError, match="precision must be one of"):
+        factories.make_mlp_actor_critic(4, 2, rngs=nnx.Rngs(0), precision=bad)
+
+
+@pytest.mark.parametrize("kind", ["mlp", "lstm"])
+def test_factories_build_bfloat16_networks_with_float32_parameters(kind):
+    make = factories.FACTORIES[kind]
+    network = make(5, 2, rngs=nnx.Rngs(0), precision="bfloat16")
+    assert param_dtypes(network) == {"float32"}
+    recipe = factories.recipe_of(network)
+    assert recipe is not None and recipe["fields"]["precision"] == "bfloat16"
+    rebuilt = factories.rebuild(recipe)
+    assert nnx.graphdef(rebuilt) == nnx.graphdef(network)
+    graphdef, state = nnx.split(network)
+
+    def forward(state, obs):
+        module = nnx.merge(graphdef, state)
+        return module(module.initialize_state(BATCH), obs).output
+
+    out = jax.eval_shape(forward, state, jax.ShapeDtypeStruct((BATCH, 5), jnp.float32))
+    assert out.value_estimates.dtype == jnp.float32 and out.actions.dtype == jnp.float32
+
+
+def test_float32_products_do_not_change_under_the_highest_matmul_precision_on_cpu():
+    # What training's explicit matmul precision must not do on CPU: change a bit.
+    if jax.default_backend() != "cpu":
+        pytest.skip("on GPUs the default precision may be TF32: that is why it is explicit")
+    mlp = MLP((IN, 64, OUT), rngs=nnx.Rngs(3))
+    graphdef, state = nnx.split(mlp)
+
+    def loss(state, x):
+        return jnp.mean(jnp.tanh(nnx.merge(graphdef, state)(None, x).output))
+
+    x = inputs((BATCH, IN))
+    plain = jax.jit(jax.value_and_grad(loss))(state, x)
+    with jax.default_matmul_precision("highest"):
+        highest = jax.jit(jax.value_and_grad(loss))(state, x)
+    for a, b in zip(jax.tree.leaves(plain), jax.tree.leaves(highest), strict=True):
+        np.testing.assert_array_equal(a, b)
