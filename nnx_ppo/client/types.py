@@ -9,7 +9,7 @@ from typing import Any, overload
 
 import numpy as np
 
-TERMINAL = frozenset({"succeeded", "failed", "cancelled", "pruned"})
+TERMINAL = frozenset({"succeeded", "failed", "cancelled", "pruned", "crashed"})
 """Statuses a run never leaves."""
 
 _NON_FINITE = {"NaN": math.nan, "Infinity": math.inf, "-Infinity": -math.inf}
