@@ -93,7 +93,7 @@ def test_tracked_script_streams_survives_a_restart_and_resumes_on_the_service(
     ) as script:
         run_id = json.loads(first_line(script))["id"]
         # Live: metrics arrive while the script still trains.
-        run = service.wait_for(run_id, {"running"}, 180, lambda r: r["latest_metrics"])
+        run = service.wait_for(run_id, {"running"}, 600, lambda r: r["latest_metrics"])
         assert run["external"] is True and run["status"] == "running"
         assert script.poll() is None
         # The service goes down (API, worker) and comes back on the same port mid-run.
