@@ -107,7 +107,7 @@ def test_tracked_script_streams_survives_a_restart_and_resumes_on_the_service(
     assert metric_steps(service, run_id) == logged  # nothing lost, nothing twice
     assert run["steps"] == 8000 and run["external"] is True
     stream = events(service, run_id)
-    assert [e["step"] for e in stream if e["type"] == "checkpoint"] == [4000, 8000]
+    assert [e["checkpoint"]["step"] for e in stream if e["type"] == "checkpoint"] == [4000, 8000]
     assert any(e["type"] == "log" and e["line"] == "the script is done" for e in stream)
     assert "the script is done" in service.client.get(f"/api/runs/{run_id}/logs").text
     archive = service.client.get(f"/api/runs/{run_id}/checkpoints/8000")
@@ -116,7 +116,10 @@ def test_tracked_script_streams_survives_a_restart_and_resumes_on_the_service(
     # Its checkpoint resumes as a queued run, trained by the service's worker.
     spec = {**run["spec"], "resume_from": {"run_id": run_id}}
     spec["config"] = {**spec["config"], "ppo": {**spec["config"]["ppo"], "total_steps": 9600}}
-    resumed = service.submit(spec)
+    # (a long timeout: the restarted service's spec checker may still be starting)
+    response = service.client.post("/api/runs", json=spec, timeout=300)
+    assert response.status_code == 201, response.text
+    resumed = response.json()
     assert resumed["external"] is False and resumed["steps"] == 8000
     done = service.wait_for(resumed["id"], timeout=300)
     assert done["status"] == "succeeded", service.client.get(f"/api/runs/{resumed['id']}/logs").text
