@@ -29,7 +29,9 @@ from server.api import (
     runs,
     stream,
     sweeps,
+    tracked,
 )
+from server.api.crash_watch import CrashWatch
 from server.api.deps import Services
 from server.api.events_hub import ServiceEventsHub
 from server.api.stream_hub import StreamHub
@@ -76,6 +78,8 @@ def create_app(settings: Settings, *, with_worker: bool = True) -> FastAPI:
         )
         app.state.sweeps.driver.start()
         app.state.sweeps.hub.start()
+        crash_watch = CrashWatch(store, settings.tracked_timeout_seconds)
+        crash_watch.start()
         worker = SupervisorProcess(settings) if with_worker else None
         if worker is not None:
             worker.start()
@@ -85,6 +89,7 @@ def create_app(settings: Settings, *, with_worker: bool = True) -> FastAPI:
             if worker is not None:
                 worker.stop()
             app.state.sweeps.driver.stop()
+            crash_watch.stop()
             await app.state.sweeps.hub.stop()
             await services.hub.stop()
             await services.events.stop()
@@ -101,8 +106,10 @@ def create_app(settings: Settings, *, with_worker: bool = True) -> FastAPI:
         redoc_url=None,
     )
     api = APIRouter(prefix="/api")
+    api.include_router(tracked.router)  # before runs: /runs/track is no run id
     for module in (health, envs, runs, metrics, artifacts, stream, events, exports, sweeps, report):
         api.include_router(module.router)
+    api.include_router(tracked.finish_router)
     app.include_router(api)
     _add_error_handlers(app)
     add_docs(app, "/api/openapi.json")

@@ -363,6 +363,10 @@ class RunPublic(BaseModel):
     node: str | None = Field(
         default=None, description="Where its process runs or ran: a host, or a Ray node."
     )
+    external: bool = Field(
+        default=False,
+        description="A tracked run: trained by a script outside the service (nnx_ppo.track).",
+    )
 
 
 class RunList(BaseModel):

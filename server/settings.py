@@ -55,6 +55,9 @@ class Settings(BaseSettings):
     """JAX's persistent compilation cache; default: ``data_dir/jax_cache``."""
     heartbeat_seconds: float = Field(default=2.0, gt=0)
     """How often the supervisor beats; a worker silent for 5 beats is presumed dead."""
+    tracked_timeout_seconds: float = Field(default=60.0, gt=0)
+    """A tracked run (``nnx_ppo.track``) whose script is silent this long (no report, no
+    heartbeat) is ``crashed``."""
     max_body_bytes: int = Field(default=1_000_000, ge=1024)
     executor: Literal["local", "ray"] = "local"
     """Where run processes execute: ``local`` (children of the supervisor, on this host) or

@@ -22,7 +22,7 @@ import httpx
 ROOT = Path(__file__).resolve().parents[1]
 TOKEN = "test-token-0123456789"
 JAX_CACHE = os.environ.get("NNX_PPO_JAX_CACHE", str(ROOT / ".cache" / "jax"))
-TERMINAL = ("succeeded", "failed", "cancelled", "pruned")
+TERMINAL = ("succeeded", "failed", "cancelled", "pruned", "crashed")
 
 
 def free_port() -> int:

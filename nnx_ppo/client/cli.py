@@ -25,6 +25,7 @@ COMMANDS = {
     "pull": "download a checkpoint (and videos)",
     "export": "a finished run's scalars as a TensorBoard event file, or replayed into W&B",
     "sweep": "start a hyperparameter sweep and follow it",
+    "sync": "upload offline tracked runs (folders written by track(..., mode='offline'))",
 }
 """Each command with its one-line help."""
 
@@ -83,6 +84,8 @@ def _parser() -> argparse.ArgumentParser:
     sweep.add_argument("file", help="a sweep (JSON file: spec, space, method, ...; - for stdin)")
     sweep.add_argument("--name", help="the sweep's name")
     sweep.add_argument("--no-follow", action="store_true", help="only submit it")
+    sync = sub.add_parser("sync", parents=[common], help=COMMANDS["sync"])
+    sync.add_argument("dirs", nargs="+", metavar="DIR", help="a run's folder, or a folder of them")
     return parser
 
 
@@ -254,6 +257,18 @@ def _export(client: Client, args: argparse.Namespace) -> int:
     return 0
 
 
+def _sync(client: Client, args: argparse.Namespace) -> int:
+    from nnx_ppo.tracking.offline import offline_runs, sync
+
+    folders = offline_runs(args.dirs)
+    if not folders:
+        raise ValueError(f"no offline run in {', '.join(args.dirs)} (no run.json)")
+    for folder in folders:
+        run_id = sync(folder, client.url, client.token)
+        print(f"{folder}: run {run_id}")
+    return 0
+
+
 _HANDLERS = {
     "submit": _submit,
     "ls": _ls,
@@ -264,4 +279,5 @@ _HANDLERS = {
     "pull": _pull,
     "export": _export,
     "sweep": _sweep,
+    "sync": _sync,
 }

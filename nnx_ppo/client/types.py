@@ -9,7 +9,7 @@ from typing import Any, overload
 
 import numpy as np
 
-TERMINAL = frozenset({"succeeded", "failed", "cancelled", "pruned"})
+TERMINAL = frozenset({"succeeded", "failed", "cancelled", "pruned", "crashed"})
 """Statuses a run never leaves."""
 
 _NON_FINITE = {"NaN": math.nan, "Infinity": math.inf, "-Infinity": -math.inf}
@@ -49,6 +49,8 @@ class Run:
     pid: int | None
     node: str | None = None
     """The cluster node running it (Ray executor), else None."""
+    external: bool = False
+    """Tracked from a script outside the service (``nnx_ppo.track``)."""
     sweep_id: str | None = None
     trial: int | None = None
     """The sweep and trial number of a sweep's trial run, else None."""
@@ -83,6 +85,7 @@ class Run:
             attempts=int(data.get("attempts") or 0),
             pid=data.get("pid"),
             node=data.get("node"),
+            external=bool(data.get("external", False)),
             sweep_id=data.get("sweep_id"),
             trial=data.get("trial"),
             trial_params=data.get("trial_params"),

@@ -87,12 +87,27 @@ def _referenced_run(
     except RunNotFound:
         errors.append(_problem((field, "run_id"), f"no run {ref.run_id!r}"))
         return None
+    if source.external and not _trainable(source.spec):
+        errors.append(
+            _problem(
+                (field, "run_id"),
+                f"run {source.id} is a tracked run whose config is not a run spec (kind, env, "
+                "network, config): the service cannot rebuild its networks",
+            )
+        )
+        return None
     if find_checkpoint(run_dir(services, source), ref.step) is None:
         what = "no checkpoint" if ref.step is None else f"no checkpoint at step {ref.step}"
         loc = (field, "step" if ref.step is not None else "run_id")
         errors.append(_problem(loc, f"run {ref.run_id} has {what}"))
         return None
     return source
+
+
+def _trainable(spec: dict[str, Any]) -> bool:
+    """Whether a tracked run's stored config is a run spec the service can build from."""
+    env, network = spec.get("env"), spec.get("network")
+    return isinstance(env, dict) and isinstance(env.get("name"), str) and isinstance(network, dict)
 
 
 def with_preset(services: Services, spec: RunCreate) -> RunCreate:

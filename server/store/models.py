@@ -56,6 +56,9 @@ class RunRow(Base):
     """Where its process runs or ran: the host name, or the Ray node id and host."""
     reported_at: Mapped[float | None] = mapped_column(Float, nullable=True)
     """When its remote run process last reported (heartbeats included)."""
+    external: Mapped[bool] = mapped_column(default=False)
+    """A tracked run: trained by a script outside the service (``nnx_ppo.track``), which
+    reports over the run-token path; never queued or claimed, ``crashed`` when silent."""
 
 
 class EventRow(Base):

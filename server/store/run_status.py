@@ -14,13 +14,23 @@ class RunStatus(StrEnum):
     INTERRUPTED = "interrupted"
     PRUNED = "pruned"
     """A sweep's trial stopped early by the sweep's pruner (its reason in ``error``)."""
+    CRASHED = "crashed"
+    """A tracked (external) run whose script stopped heartbeating (``tracked_runs``)."""
 
     @property
     def finished(self) -> bool:
         return self in TERMINAL
 
 
-TERMINAL = frozenset({RunStatus.SUCCEEDED, RunStatus.FAILED, RunStatus.CANCELLED, RunStatus.PRUNED})
+TERMINAL = frozenset(
+    {
+        RunStatus.SUCCEEDED,
+        RunStatus.FAILED,
+        RunStatus.CANCELLED,
+        RunStatus.PRUNED,
+        RunStatus.CRASHED,
+    }
+)
 
 TRANSITIONS: dict[str, tuple[frozenset[RunStatus], RunStatus]] = {
     "start": (frozenset({RunStatus.QUEUED}), RunStatus.RUNNING),
@@ -30,6 +40,7 @@ TRANSITIONS: dict[str, tuple[frozenset[RunStatus], RunStatus]] = {
     "interrupt": (frozenset({RunStatus.RUNNING}), RunStatus.INTERRUPTED),
     "requeue": (frozenset({RunStatus.INTERRUPTED}), RunStatus.QUEUED),
     "prune": (frozenset({RunStatus.RUNNING}), RunStatus.PRUNED),
+    "crash": (frozenset({RunStatus.RUNNING}), RunStatus.CRASHED),
 }
 """``transition name -> (statuses it leaves from, status it reaches)``."""
 

@@ -33,7 +33,7 @@ from server.store.run_events import RunEventRecording, append_event, lock_run
 from server.store.run_events import RunNotFound as RunNotFound
 from server.store.run_events import video_public as video_public
 from server.store.run_status import TERMINAL, RunStatus, TransitionError
-from server.store.run_transitions import RunTransitions
+from server.store.run_transitions import RunTransitions, apply_transition
 from server.store.service_events import ServiceEventReads, append_service_event, newest_seq
 from server.store.worker_registry import WorkerRegistry
 
@@ -68,6 +68,7 @@ PUBLIC_FIELDS = (
     "trial",
     "trial_params",
     "node",
+    "external",
 )
 """The columns of a run that the API shows (``schemas.RunPublic``'s fields)."""
 
@@ -112,11 +113,16 @@ class RunStore(RunTransitions, RunEventRecording, ServiceEventReads, WorkerRegis
         trial: int | None = None,
         trial_params: Mapping[str, Any] | None = None,
         steps: int = 0,
+        tracked_token_hash: str | None = None,
     ) -> RunRow:
         """A new queued run (its first event is the ``queued`` status); a sweep's trial
         names its sweep and trial number (unique per sweep: a second raises
         ``IntegrityError``). ``steps``: where its progress starts (a resumed checkpoint's
-        step; metrics at or below it are never stored for it)."""
+        step; metrics at or below it are never stored for it).
+
+        With ``tracked_token_hash``, a tracked run (``external``) instead: started in the
+        same transaction (``running``, never queued for a worker), reporting with the run
+        token of that hash (``server.store.tracked_runs``)."""
         now = time.time()
         run = RunRow(
             id=new_run_id(),
@@ -134,6 +140,7 @@ class RunStore(RunTransitions, RunEventRecording, ServiceEventReads, WorkerRegis
             last_seq=0,
             cancel_requested=False,
             attempts=0,
+            external=tracked_token_hash is not None,
             sweep_id=sweep_id,
             trial=trial,
             trial_params=dict(trial_params) if trial_params is not None else None,
@@ -143,6 +150,17 @@ class RunStore(RunTransitions, RunEventRecording, ServiceEventReads, WorkerRegis
             session.flush()
             append_event(session, run, "status", {"status": run.status, "error": None})
             append_service_event(session, run.id, "created", {"run": run_fields(run)})
+            if tracked_token_hash is not None:
+                apply_transition(
+                    session,
+                    run,
+                    "start",
+                    None,
+                    started_at=now,
+                    attempts=1,
+                    token_hash=tracked_token_hash,
+                    reported_at=now,
+                )
         return run
 
     def get(self, run_id: str) -> RunRow:

@@ -79,7 +79,9 @@ class RunTransitions:
         """
         wanted = func.coalesce(RunRow.spec[("resources", "gpus")].as_integer(), 1)
         with transaction(self.sessions) as session:
-            query = select(RunRow.id, wanted).where(RunRow.status == RunStatus.QUEUED.value)
+            query = select(RunRow.id, wanted).where(
+                RunRow.status == RunStatus.QUEUED.value, RunRow.external.is_(False)
+            )
             if total is not None:
                 query = query.where(wanted <= total)
             first = session.execute(

@@ -81,7 +81,9 @@ class WorkerRegistry:
         with self.sessions() as session:
             workers = {w.id: w for w in session.scalars(select(WorkerRow)).all()}
             running = session.scalars(
-                select(RunRow).where(RunRow.status == RunStatus.RUNNING.value)
+                select(RunRow).where(
+                    RunRow.status == RunStatus.RUNNING.value, RunRow.external.is_(False)
+                )
             ).all()
             return [
                 run
@@ -106,7 +108,8 @@ class WorkerRegistry:
     def recover_orphans(self, timeout: float, own_worker: str | None = None) -> list[str]:
         """Runs left ``running`` by a worker that is dead (stopped, silent for ``timeout``
         seconds, or a process of this host that no longer exists) become ``interrupted``,
-        then ``queued``. Returns their ids."""
+        then ``queued``. Returns their ids. Tracked runs (``external``) have no worker:
+        their scripts' heartbeats are watched instead (``tracked_runs.crash_silent``)."""
         now = time.time()
         host = socket.gethostname()
         recovered = []
@@ -114,7 +117,7 @@ class WorkerRegistry:
             workers = {w.id: w for w in session.scalars(select(WorkerRow)).all()}
             running = session.scalars(
                 select(RunRow)
-                .where(RunRow.status == RunStatus.RUNNING.value)
+                .where(RunRow.status == RunStatus.RUNNING.value, RunRow.external.is_(False))
                 .order_by(RunRow.id)  # one lock order for every locker of several runs
                 .with_for_update()
             ).all()

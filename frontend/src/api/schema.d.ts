@@ -78,6 +78,27 @@ export interface paths {
         patch?: never;
         trace?: never;
     };
+    "/api/runs/track": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        get?: never;
+        put?: never;
+        /**
+         * Track Run
+         * @description A tracked run: trained by a script outside the service, which reports with the
+         *     returned run token (``nnx_ppo.track``). It is ``running`` at once, never queued.
+         */
+        post: operations["track_run_api_runs_track_post"];
+        delete?: never;
+        options?: never;
+        head?: never;
+        patch?: never;
+        trace?: never;
+    };
     "/api/runs/{run_id}": {
         parameters: {
             query?: never;
@@ -898,6 +919,12 @@ export interface components {
             created_at: number;
             /** Error */
             error: string | null;
+            /**
+             * External
+             * @description A tracked run: trained by a script outside the service (nnx_ppo.track).
+             * @default false
+             */
+            external?: boolean;
             /** Finished At */
             finished_at: number | null;
             /** Id */
@@ -968,7 +995,7 @@ export interface components {
          * RunStatus
          * @enum {string}
          */
-        RunStatus: "queued" | "running" | "succeeded" | "failed" | "cancelled" | "interrupted" | "pruned";
+        RunStatus: "queued" | "running" | "succeeded" | "failed" | "cancelled" | "interrupted" | "pruned" | "crashed";
         /** RunUpdate */
         RunUpdate: {
             /** Name */
@@ -1179,6 +1206,45 @@ export interface components {
             trial_counts: {
                 [key: string]: number;
             };
+        };
+        /** TrackCreate */
+        TrackCreate: {
+            /**
+             * Config
+             * @description Stored as the run's spec. A run spec (kind, env, network, config, as POST /api/runs takes) lets its checkpoints be resumed as queued runs.
+             */
+            config?: {
+                [key: string]: unknown;
+            };
+            /** Name */
+            name: string;
+            /**
+             * Notes
+             * @default
+             */
+            notes?: string;
+            /** Tags */
+            tags?: string[];
+            /**
+             * Total Steps
+             * @description 0: the config's total_steps, if it names one.
+             * @default 0
+             */
+            total_steps?: number;
+        };
+        /** TrackedRunPublic */
+        TrackedRunPublic: {
+            run: components["schemas"]["RunPublic"];
+            /**
+             * Timeout Seconds
+             * @description Silent (no report, no heartbeat) this long, the run is crashed.
+             */
+            timeout_seconds: number;
+            /**
+             * Token
+             * @description The run token its reports carry (shown once).
+             */
+            token: string;
         };
         /** TrialPublic */
         TrialPublic: {
@@ -1408,6 +1474,37 @@ export interface operations {
                 };
             };
             /** @description Invalid spec, with the field and the reason */
+            422: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content?: never;
+            };
+        };
+    };
+    track_run_api_runs_track_post: {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        requestBody: {
+            content: {
+                "application/json": components["schemas"]["TrackCreate"];
+            };
+        };
+        responses: {
+            /** @description Successful Response */
+            201: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["TrackedRunPublic"];
+                };
+            };
+            /** @description Invalid name, tags or config */
             422: {
                 headers: {
                     [name: string]: unknown;

@@ -37,8 +37,15 @@ export const RUN_STATUSES: readonly RunStatus[] = [
   "cancelled",
   "interrupted",
   "pruned",
+  "crashed",
 ];
-export const TERMINAL_STATUSES: readonly RunStatus[] = ["succeeded", "failed", "cancelled", "pruned"];
+export const TERMINAL_STATUSES: readonly RunStatus[] = [
+  "succeeded",
+  "failed",
+  "cancelled",
+  "pruned",
+  "crashed",
+];
 
 interface EventBase {
   seq: number;

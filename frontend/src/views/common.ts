@@ -46,6 +46,13 @@ export function latestEvalReward(run: Run): number | null {
   return any ? decodeNumber(any[1]) : null;
 }
 
+/** The run's kind, marked "external" for a run tracked from a script (`nnx_ppo.track`). */
+export function kindLabel(run: Run): string | HTMLElement {
+  if (!run.external) return run.kind;
+  const title = "tracked from a script outside the service (nnx_ppo.track)";
+  return h("span", null, run.kind, h("span", { class: "external-mark", title }, "external"));
+}
+
 export function envName(run: Run): string {
   return run.spec?.env?.name ?? "–";
 }

@@ -17,6 +17,7 @@ import {
   loading,
   progressBar,
   setLiveState,
+  kindLabel,
   statusBadge,
 } from "./common";
 import { cancelButton as makeCancelButton, deleteButton as makeDeleteButton } from "./actionButtons";
@@ -162,7 +163,7 @@ export function runPageView(main: HTMLElement, { params, query }: RouteContext):
     phase.setActive(run.status === "running");
     replaceChildren(
       facts,
-      fact("Kind", run.kind),
+      fact("Kind", kindLabel(run)),
       fact("Env", envName(run)),
       fact("Progress", progressBar(run.steps, run.total_steps)),
       fact("Eval reward", formatNumber(latestEvalReward(run))),

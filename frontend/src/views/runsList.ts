@@ -28,6 +28,7 @@ import {
   latestEvalReward,
   progressBar,
   setLiveState,
+  kindLabel,
   statusBadge,
 } from "./common";
 import { confirmAction } from "./confirmDialog";
@@ -239,7 +240,7 @@ export function runsListView(main: HTMLElement, { query }: RouteContext): () => 
           : null,
       ],
       statusBadge(run.status),
-      run.kind,
+      kindLabel(run),
       envName(run),
       progressBar(run.steps, run.total_steps),
       formatNumber(latestEvalReward(run)),
