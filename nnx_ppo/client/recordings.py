@@ -32,6 +32,13 @@ class Recording:
     estimated_bytes: int
     bytes: int | None
     error: str | None
+    cancel_requested: bool
+    created_at: float
+    started_at: float | None
+    finished_at: float | None
+    url: str
+    data_url: str | None
+    video_url: str | None
     manifest: dict[str, Any] | None = None
 
     @classmethod
@@ -48,12 +55,23 @@ class Recording:
             estimated_bytes=int(data["estimated_bytes"]),
             bytes=None if data.get("bytes") is None else int(data["bytes"]),
             error=data.get("error"),
+            cancel_requested=bool(data.get("cancel_requested", False)),
+            created_at=float(data["created_at"]),
+            started_at=_float_or_none(data.get("started_at")),
+            finished_at=_float_or_none(data.get("finished_at")),
+            url=str(data.get("url", "")),
+            data_url=data.get("data_url"),
+            video_url=data.get("video_url"),
             manifest=data.get("manifest"),
         )
 
     @property
     def finished(self) -> bool:
         return self.status in RECORDING_TERMINAL
+
+
+def _float_or_none(value: Any) -> float | None:
+    return None if value is None else float(value)
 
 
 class RecordingMethods:

@@ -227,7 +227,7 @@ def _stored(services: Services, recording: RecordingRow) -> tuple[Path, dict[str
 )
 async def get_recording_data(recording: RecordingDep, services: ServicesDep) -> FileResponse:
     directory, _ = _stored(services, recording)
-    path = await run_in_threadpool(storage.npz_file, directory)
+    path = await _read(storage.npz_file, directory)
     return FileResponse(
         path,
         media_type="application/octet-stream",
@@ -250,6 +250,15 @@ def get_recording_video(recording: RecordingDep, services: ServicesDep) -> FileR
         filename=f"{recording.run_id}-recording-{recording.id}.mp4",
         content_disposition_type="inline",
     )
+
+
+async def _read(function: Any, *args: Any) -> Any:
+    """A read of a stored recording's files off the event loop (404 when they are
+    unreadable: missing, or not what the manifest says)."""
+    try:
+        return await run_in_threadpool(function, *args)
+    except storage.RecordingUnreadable as error:
+        raise HTTPException(404, str(error)) from None
 
 
 def _checked_read(manifest: dict[str, Any], key: str, env: int) -> None:
@@ -282,9 +291,7 @@ async def get_recording_slice(
         raise _invalid(
             ("query", "t1"), f"must be above t0 ({t0}) and at most {manifest['episode_length']}"
         )
-    read = await run_in_threadpool(
-        storage.time_slice, directory, manifest, key, env, t0, end, max_points
-    )
+    read = await _read(storage.time_slice, directory, manifest, key, env, t0, end, max_points)
     return RecordingSlice(key=key, env=env, t0=t0, t1=end, **read)
 
 
@@ -302,5 +309,5 @@ async def get_recording_pca(
 ) -> RecordingPca:
     directory, manifest = _stored(services, recording)
     _checked_read(manifest, key, env)
-    read = await run_in_threadpool(storage.pca, directory, manifest, key, env, max_points)
+    read = await _read(storage.pca, directory, manifest, key, env, max_points)
     return RecordingPca(key=key, env=env, **read)
