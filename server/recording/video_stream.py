@@ -67,12 +67,18 @@ class Mp4Stream:
             raise ValueError("no frames were written")
         assert self._process.stdin is not None and self._process.stderr is not None
         self._process.stdin.close()
-        message = self._process.stderr.read().decode(errors="replace").strip()
+        with self._process.stderr:
+            message = self._process.stderr.read().decode(errors="replace").strip()
         code = self._process.wait()
         if code != 0:
             raise RuntimeError(f"ffmpeg failed writing {self.path} (exit {code}): {message}")
 
     def abort(self) -> None:
-        if self._process is not None and self._process.poll() is None:
+        if self._process is None:
+            return
+        if self._process.poll() is None:
             self._process.kill()
-            self._process.wait()
+        self._process.wait()
+        for pipe in (self._process.stdin, self._process.stderr):
+            if pipe is not None:
+                pipe.close()
