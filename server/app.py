@@ -25,6 +25,7 @@ from server.api import (
     exports,
     health,
     metrics,
+    recordings,
     report,
     runs,
     stream,
@@ -37,10 +38,12 @@ from server.api.events_hub import ServiceEventsHub
 from server.api.stream_hub import StreamHub
 from server.api_docs import add_docs
 from server.headers import ERROR_HEADERS, SecurityHeaders
+from server.recording.runner import RecordingRunner
 from server.security import COOKIE, AccessMiddleware, BodyTooLarge, token_matches
 from server.settings import Settings
 from server.spec.checker import EnvCatalogue, SpecChecker
 from server.store.db import make_engine, make_sessionmaker, migrate
+from server.store.recording_store import RecordingStore
 from server.store.run_store import RunStore
 from server.store.sweep_store import SweepStore
 from server.user_text import MAX_JSON_DEPTH, json_depth, printable
@@ -80,6 +83,10 @@ def create_app(settings: Settings, *, with_worker: bool = True) -> FastAPI:
         app.state.sweeps.hub.start()
         crash_watch = CrashWatch(store, settings.tracked_timeout_seconds)
         crash_watch.start()
+        recording_store = RecordingStore(store.sessions)
+        runner = RecordingRunner(settings, store, recording_store)
+        app.state.recordings = recordings.RecordingServices(recording_store, runner)
+        runner.start()
         worker = SupervisorProcess(settings) if with_worker else None
         if worker is not None:
             worker.start()
@@ -88,6 +95,7 @@ def create_app(settings: Settings, *, with_worker: bool = True) -> FastAPI:
         finally:
             if worker is not None:
                 worker.stop()
+            runner.stop()
             app.state.sweeps.driver.stop()
             crash_watch.stop()
             await app.state.sweeps.hub.stop()
@@ -107,7 +115,8 @@ def create_app(settings: Settings, *, with_worker: bool = True) -> FastAPI:
     )
     api = APIRouter(prefix="/api")
     api.include_router(tracked.router)  # before runs: /runs/track is no run id
-    for module in (health, envs, runs, metrics, artifacts, stream, events, exports, sweeps, report):
+    routers = (health, envs, runs, metrics, artifacts, recordings, stream, events, exports)
+    for module in (*routers, sweeps, report):
         api.include_router(module.router)
     api.include_router(tracked.finish_router)
     app.include_router(api)

@@ -70,6 +70,17 @@ class Settings(BaseSettings):
     ``http://HOST:PORT``, with this machine's name for a wildcard ``host``)."""
     max_upload_bytes: int = Field(default=4 * 1024**3, ge=1024)
     """The largest artifact (checkpoint archive, video) a remote run process may upload."""
+    recording_max_bytes: int = Field(default=2 * 1024**3, ge=1)
+    """The largest activation recording (``T x N x sum(units) x 4`` bytes) a request may ask
+    for; a larger one is refused (422) before anything runs."""
+    recording_chunk_bytes: int = Field(default=64 * 1024**2, ge=1024)
+    """The host memory one chunk of a recording's steps may take: the job runs and writes
+    this much at a time."""
+    recording_timeout_s: float = Field(default=3600.0, gt=0)
+    """A recording job still running after this long is stopped and failed."""
+    recording_jax_platforms: str = "cpu"
+    """``JAX_PLATFORMS`` of recording jobs (they run beside the API; the GPUs are the
+    runs'); empty: JAX's own choice."""
     list_playground_envs: bool = True
     """List MuJoCo Playground envs in GET /api/envs (describing them all takes a minute of
     CPU once per data directory; tests turn it off). They can be trained either way."""

@@ -11,6 +11,7 @@
 from nnx_ppo.client.archive import ArchiveError
 from nnx_ppo.client.client import Client, default_token, default_url
 from nnx_ppo.client.errors import ApiError, ClientError, NotFound, ServiceUnavailable, Unauthorized
+from nnx_ppo.client.recordings import Recording
 from nnx_ppo.client.types import (
     TERMINAL,
     Checkpoint,
@@ -39,6 +40,7 @@ __all__ = [
     "Event",
     "Health",
     "NotFound",
+    "Recording",
     "Run",
     "RunList",
     "Series",

@@ -23,6 +23,7 @@ from nnx_ppo.client.errors import (
     ServiceUnavailable,
     api_error,
 )
+from nnx_ppo.client.recordings import RecordingMethods
 from nnx_ppo.client.types import (
     Checkpoint,
     Env,
@@ -61,8 +62,8 @@ def default_token(data_dir: str | os.PathLike[str] | None = None) -> str | None:
         return None
 
 
-class Client:
-    """A client of one nnx-ppo service.
+class Client(RecordingMethods):
+    """A client of one nnx-ppo service (its recording methods: ``RecordingMethods``).
 
     Args:
         url: The service, e.g. ``http://127.0.0.1:8000`` (default ``NNX_PPO_URL``, else

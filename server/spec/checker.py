@@ -49,6 +49,9 @@ def _checker_main(conn: Connection) -> None:
             if isinstance(request, dict) and request.get("op") == "metrics":
                 conn.send(("ok", _metric_keys(request["spec"])))
                 continue
+            if isinstance(request, dict) and request.get("op") == "recording":
+                conn.send(("ok", _recording_shape(request["spec"], request["checkpoint"])))
+                continue
             if isinstance(request, dict):  # {"op": "preset", "name", "variant"}
                 conn.send(("ok", _preset_answer(request["name"], request["variant"])))
                 continue
@@ -62,6 +65,20 @@ def _metric_keys(spec: dict[str, Any]) -> list[str] | None:
     from server.spec.spec_check import metric_keys
 
     return metric_keys(spec)
+
+
+def _recording_shape(spec: dict[str, Any], checkpoint: str) -> dict[str, Any]:
+    """The units per recorded population of a checkpoint's network, and whether its env
+    renders (``{"error": message}`` when the env or the network cannot be built)."""
+    from server.recording.job import load_env, load_network
+    from server.recording.rollout import activation_units
+
+    try:
+        env = load_env(spec)
+        units = activation_units(env, load_network(checkpoint, spec, env))
+    except (ValueError, FileNotFoundError, TypeError, KeyError) as error:
+        return {"error": f"{type(error).__name__}: {error}"}
+    return {"units": units, "renderable": callable(getattr(env, "render", None))}
 
 
 def _preset_answer(name: str, variant: str) -> dict[str, Any]:
@@ -163,6 +180,22 @@ class SpecChecker:
         """
         answer = self._ask({"op": "metrics", "spec": spec})
         return None if answer is None else [str(k) for k in answer]
+
+    def recording_shape(self, spec: dict[str, Any], checkpoint: str) -> dict[str, Any]:
+        """The units per population that a recording of ``checkpoint`` (of a run with
+        ``spec``) records, and whether the env renders: ``{"units": {key: n},
+        "renderable": bool}``, in the checker process.
+
+        Raises:
+            ValueError: the env or the network could not be built (the message says why).
+            CheckerUnavailable: the checker died or did not answer in time.
+        """
+        answer: dict[str, Any] = self._ask(
+            {"op": "recording", "spec": spec, "checkpoint": checkpoint}
+        )
+        if "error" in answer:
+            raise ValueError(answer["error"])
+        return answer
 
     def _ask(self, request: Any) -> Any:
         with self._lock:

@@ -145,6 +145,36 @@ class VideoRow(Base):
     created_at: Mapped[float] = mapped_column(Float)
 
 
+class RecordingRow(Base):
+    """An activation recording of one of a run's checkpoints (``server.recording``): the
+    request, its status (``recording_status.RecordingStatus``) and, once stored, the
+    manifest and size of its files (``recordings/<id>/`` in the run's directory)."""
+
+    __tablename__ = "recordings"
+
+    id: Mapped[int] = mapped_column(Integer, primary_key=True, autoincrement=True)
+    run_id: Mapped[str] = mapped_column(ForeignKey("runs.id", ondelete="CASCADE"), index=True)
+    status: Mapped[str] = mapped_column(String(16))
+    step: Mapped[int] = mapped_column(BigInteger)
+    """The checkpoint's step (resolved when the request named none)."""
+    n_envs: Mapped[int] = mapped_column(Integer)
+    episode_length: Mapped[int] = mapped_column(Integer)
+    seed: Mapped[int] = mapped_column(BigInteger)
+    video: Mapped[bool] = mapped_column()
+    estimated_bytes: Mapped[int] = mapped_column(BigInteger)
+    """``T x N x sum(units) x 4``: the activations' size, checked against the limit."""
+    bytes: Mapped[int | None] = mapped_column(BigInteger, nullable=True)
+    """The stored files' size (arrays, manifest, video) once it succeeded."""
+    manifest: Mapped[dict[str, Any] | None] = mapped_column(JSON, nullable=True)
+    error: Mapped[str | None] = mapped_column(Text, nullable=True)
+    cancel_requested: Mapped[bool] = mapped_column(default=False)
+    pid: Mapped[int | None] = mapped_column(Integer, nullable=True)
+    """The recording process's id while it runs."""
+    created_at: Mapped[float] = mapped_column(Float)
+    started_at: Mapped[float | None] = mapped_column(Float, nullable=True)
+    finished_at: Mapped[float | None] = mapped_column(Float, nullable=True)
+
+
 class WorkerRow(Base):
     """A worker supervisor; alive while its heartbeat is fresh."""
 
@@ -213,4 +243,5 @@ class SweepJournalRow(Base):
 
 
 Index("ix_runs_status_queued", RunRow.status, RunRow.queued_at)
+Index("ix_recordings_status_created", RecordingRow.status, RecordingRow.created_at)
 Index("ix_runs_sweep_trial", RunRow.sweep_id, RunRow.trial, unique=True)

@@ -28,7 +28,14 @@ from sqlalchemy import delete, func, select, text, update
 from sqlalchemy.orm import Session, sessionmaker
 
 from server.store.db import dialect, transaction
-from server.store.models import EventRow, MetricKeyRow, MetricRow, RunRow, VideoRow
+from server.store.models import (
+    EventRow,
+    MetricKeyRow,
+    MetricRow,
+    RecordingRow,
+    RunRow,
+    VideoRow,
+)
 from server.store.run_events import RunEventRecording, append_event, lock_run
 from server.store.run_events import RunNotFound as RunNotFound
 from server.store.run_events import video_public as video_public
@@ -224,7 +231,7 @@ class RunStore(RunTransitions, RunEventRecording, ServiceEventReads, WorkerRegis
             run = lock_run(session, run_id)
             if RunStatus(run.status) not in TERMINAL:
                 raise TransitionError(run_id, "delete", run.status)
-            for table in (EventRow, MetricRow, MetricKeyRow, VideoRow):
+            for table in (EventRow, MetricRow, MetricKeyRow, VideoRow, RecordingRow):
                 session.execute(delete(table).where(table.run_id == run_id))
             session.execute(text("DELETE FROM metric_rollups WHERE run_id = :r"), {"r": run_id})
             session.delete(run)

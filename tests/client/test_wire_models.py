@@ -16,6 +16,7 @@ import numpy as np
 import pytest
 
 from nnx_ppo.client import types as wire
+from nnx_ppo.client.recordings import Recording
 
 # Each client model and the schema it decodes.
 MODELS: dict[type, str] = {
@@ -30,6 +31,7 @@ MODELS: dict[type, str] = {
     wire.Trial: "TrialPublic",
     wire.Sweep: "SweepDetail",
     wire.SweepList: "SweepList",
+    Recording: "RecordingDetail",
 }
 # A `$ref` to one of these is decoded to the client class; any other `$ref` to a dict.
 REF_CLASSES: dict[str, type] = {

@@ -254,6 +254,126 @@ export interface paths {
         patch?: never;
         trace?: never;
     };
+    "/api/runs/{run_id}/recordings": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        /** List Recordings */
+        get: operations["list_recordings_api_runs__run_id__recordings_get"];
+        put?: never;
+        /** Create Recording */
+        post: operations["create_recording_api_runs__run_id__recordings_post"];
+        delete?: never;
+        options?: never;
+        head?: never;
+        patch?: never;
+        trace?: never;
+    };
+    "/api/runs/{run_id}/recordings/{recording_id}": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        /** Get Recording Detail */
+        get: operations["get_recording_detail_api_runs__run_id__recordings__recording_id__get"];
+        put?: never;
+        post?: never;
+        delete?: never;
+        options?: never;
+        head?: never;
+        patch?: never;
+        trace?: never;
+    };
+    "/api/runs/{run_id}/recordings/{recording_id}/cancel": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        get?: never;
+        put?: never;
+        /** Cancel Recording */
+        post: operations["cancel_recording_api_runs__run_id__recordings__recording_id__cancel_post"];
+        delete?: never;
+        options?: never;
+        head?: never;
+        patch?: never;
+        trace?: never;
+    };
+    "/api/runs/{run_id}/recordings/{recording_id}/data": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        /** Get Recording Data */
+        get: operations["get_recording_data_api_runs__run_id__recordings__recording_id__data_get"];
+        put?: never;
+        post?: never;
+        delete?: never;
+        options?: never;
+        head?: never;
+        patch?: never;
+        trace?: never;
+    };
+    "/api/runs/{run_id}/recordings/{recording_id}/pca": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        /** Get Recording Pca */
+        get: operations["get_recording_pca_api_runs__run_id__recordings__recording_id__pca_get"];
+        put?: never;
+        post?: never;
+        delete?: never;
+        options?: never;
+        head?: never;
+        patch?: never;
+        trace?: never;
+    };
+    "/api/runs/{run_id}/recordings/{recording_id}/slice": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        /** Get Recording Slice */
+        get: operations["get_recording_slice_api_runs__run_id__recordings__recording_id__slice_get"];
+        put?: never;
+        post?: never;
+        delete?: never;
+        options?: never;
+        head?: never;
+        patch?: never;
+        trace?: never;
+    };
+    "/api/runs/{run_id}/recordings/{recording_id}/video": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        /** Get Recording Video */
+        get: operations["get_recording_video_api_runs__run_id__recordings__recording_id__video_get"];
+        put?: never;
+        post?: never;
+        delete?: never;
+        options?: never;
+        head?: never;
+        patch?: never;
+        trace?: never;
+    };
     "/api/runs/{run_id}/videos": {
         parameters: {
             query?: never;
@@ -828,6 +948,235 @@ export interface components {
              * @default 0
              */
             warmup_steps?: number;
+        };
+        /**
+         * RecordingCreate
+         * @description A recording of one of the run's checkpoints: ``n_envs`` envs for ``episode_length``
+         *     steps, deterministic actions, from the env resets of ``seed``.
+         */
+        RecordingCreate: {
+            /**
+             * Episode Length
+             * @description Steps recorded (T); an env whose episode ends is reset and goes on (dones marks where).
+             */
+            episode_length: number;
+            /**
+             * N Envs
+             * @description Envs recorded side by side (N).
+             */
+            n_envs: number;
+            /**
+             * Seed
+             * @description Seed of the env resets.
+             * @default 0
+             */
+            seed?: number;
+            /**
+             * Step
+             * @description The checkpoint's step; null: the newest checkpoint.
+             */
+            step?: number | null;
+            /**
+             * Video
+             * @description Also render env 0 as an MP4, one frame per step (renderable envs only: MuJoCo Playground's).
+             * @default false
+             */
+            video?: boolean;
+        };
+        /** RecordingDetail */
+        RecordingDetail: {
+            /**
+             * Bytes
+             * @description The stored files' size, once it succeeded.
+             */
+            bytes: number | null;
+            /** Cancel Requested */
+            cancel_requested: boolean;
+            /** Created At */
+            created_at: number;
+            /**
+             * Data Url
+             * @description The .npz download, once it succeeded.
+             */
+            data_url: string | null;
+            /** Episode Length */
+            episode_length: number;
+            /** Error */
+            error: string | null;
+            /**
+             * Estimated Bytes
+             * @description T x N x sum(units) x 4: the activations' size.
+             */
+            estimated_bytes: number;
+            /** Finished At */
+            finished_at: number | null;
+            /** Id */
+            id: number;
+            /**
+             * Manifest
+             * @description Once it succeeded: format, run_id, step, env, seed, n_envs, episode_length, arrays ({name: {file, kind, shape, dtype}}), populations ({name: units}), video, and what dones means.
+             */
+            manifest: {
+                [key: string]: unknown;
+            } | null;
+            /** N Envs */
+            n_envs: number;
+            /** Run Id */
+            run_id: string;
+            /** Seed */
+            seed: number;
+            /** Started At */
+            started_at: number | null;
+            /**
+             * Status
+             * @enum {string}
+             */
+            status: "queued" | "running" | "succeeded" | "failed" | "cancelled";
+            /**
+             * Step
+             * @description The checkpoint's step.
+             */
+            step: number;
+            /** Url */
+            url: string;
+            /** Video */
+            video: boolean;
+            /**
+             * Video Url
+             * @description The MP4 of env 0, once it succeeded.
+             */
+            video_url: string | null;
+        };
+        /** RecordingList */
+        RecordingList: {
+            /** Items */
+            items: components["schemas"]["RecordingPublic"][];
+            /** Total */
+            total: number;
+        };
+        /**
+         * RecordingPca
+         * @description One env's trajectory of one population on its first two principal components.
+         */
+        RecordingPca: {
+            /** Env */
+            env: number;
+            /**
+             * Explained Variance
+             * @description Ratio of each component.
+             */
+            explained_variance: number[];
+            /** Key */
+            key: string;
+            /**
+             * Loadings
+             * @description [2][units].
+             */
+            loadings: number[][];
+            /**
+             * Points
+             * @description [points][2].
+             */
+            points: number[][];
+            /** Steps */
+            steps: number[];
+            /** Stride */
+            stride: number;
+        };
+        /** RecordingPublic */
+        RecordingPublic: {
+            /**
+             * Bytes
+             * @description The stored files' size, once it succeeded.
+             */
+            bytes: number | null;
+            /** Cancel Requested */
+            cancel_requested: boolean;
+            /** Created At */
+            created_at: number;
+            /**
+             * Data Url
+             * @description The .npz download, once it succeeded.
+             */
+            data_url: string | null;
+            /** Episode Length */
+            episode_length: number;
+            /** Error */
+            error: string | null;
+            /**
+             * Estimated Bytes
+             * @description T x N x sum(units) x 4: the activations' size.
+             */
+            estimated_bytes: number;
+            /** Finished At */
+            finished_at: number | null;
+            /** Id */
+            id: number;
+            /** N Envs */
+            n_envs: number;
+            /** Run Id */
+            run_id: string;
+            /** Seed */
+            seed: number;
+            /** Started At */
+            started_at: number | null;
+            /**
+             * Status
+             * @enum {string}
+             */
+            status: "queued" | "running" | "succeeded" | "failed" | "cancelled";
+            /**
+             * Step
+             * @description The checkpoint's step.
+             */
+            step: number;
+            /** Url */
+            url: string;
+            /** Video */
+            video: boolean;
+            /**
+             * Video Url
+             * @description The MP4 of env 0, once it succeeded.
+             */
+            video_url: string | null;
+        };
+        /**
+         * RecordingSlice
+         * @description One env's activations of one population over a range of steps, downsampled.
+         */
+        RecordingSlice: {
+            /**
+             * Dones
+             * @description Per point: one of its steps starts a new episode.
+             */
+            dones: boolean[];
+            /** Env */
+            env: number;
+            /** Key */
+            key: string;
+            /** Max */
+            max: number;
+            /** Min */
+            min: number;
+            /**
+             * Steps
+             * @description The first step of each point.
+             */
+            steps: number[];
+            /**
+             * Stride
+             * @description Steps per point (each point is their mean).
+             */
+            stride: number;
+            /** T0 */
+            t0: number;
+            /** T1 */
+            t1: number;
+            /**
+             * Values
+             * @description [units][points].
+             */
+            values: number[][];
         };
         /**
          * ResourcesSpec
@@ -1989,6 +2338,419 @@ export interface operations {
                 };
                 content: {
                     "application/json": components["schemas"]["HTTPValidationError"];
+                };
+            };
+        };
+    };
+    list_recordings_api_runs__run_id__recordings_get: {
+        parameters: {
+            query?: never;
+            header?: never;
+            path: {
+                run_id: string;
+            };
+            cookie?: never;
+        };
+        requestBody?: never;
+        responses: {
+            /** @description Successful Response */
+            200: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["RecordingList"];
+                };
+            };
+            /** @description Unknown run or recording */
+            404: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorPublic"];
+                };
+            };
+            /** @description The recording has not succeeded (yet) */
+            409: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorPublic"];
+                };
+            };
+            /** @description A bad field, named */
+            422: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorPublic"];
+                };
+            };
+        };
+    };
+    create_recording_api_runs__run_id__recordings_post: {
+        parameters: {
+            query?: never;
+            header?: never;
+            path: {
+                run_id: string;
+            };
+            cookie?: never;
+        };
+        requestBody: {
+            content: {
+                "application/json": components["schemas"]["RecordingCreate"];
+            };
+        };
+        responses: {
+            /** @description Successful Response */
+            201: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["RecordingPublic"];
+                };
+            };
+            /** @description Unknown run or recording */
+            404: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorPublic"];
+                };
+            };
+            /** @description The recording has not succeeded (yet) */
+            409: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorPublic"];
+                };
+            };
+            /** @description A bad field, named */
+            422: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorPublic"];
+                };
+            };
+        };
+    };
+    get_recording_detail_api_runs__run_id__recordings__recording_id__get: {
+        parameters: {
+            query?: never;
+            header?: never;
+            path: {
+                recording_id: number;
+                run_id: string;
+            };
+            cookie?: never;
+        };
+        requestBody?: never;
+        responses: {
+            /** @description Successful Response */
+            200: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["RecordingDetail"];
+                };
+            };
+            /** @description Unknown run or recording */
+            404: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorPublic"];
+                };
+            };
+            /** @description The recording has not succeeded (yet) */
+            409: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorPublic"];
+                };
+            };
+            /** @description A bad field, named */
+            422: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorPublic"];
+                };
+            };
+        };
+    };
+    cancel_recording_api_runs__run_id__recordings__recording_id__cancel_post: {
+        parameters: {
+            query?: never;
+            header?: never;
+            path: {
+                recording_id: number;
+                run_id: string;
+            };
+            cookie?: never;
+        };
+        requestBody?: never;
+        responses: {
+            /** @description Successful Response */
+            202: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["RecordingPublic"];
+                };
+            };
+            /** @description Unknown run or recording */
+            404: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorPublic"];
+                };
+            };
+            /** @description The recording has not succeeded (yet) */
+            409: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorPublic"];
+                };
+            };
+            /** @description A bad field, named */
+            422: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorPublic"];
+                };
+            };
+        };
+    };
+    get_recording_data_api_runs__run_id__recordings__recording_id__data_get: {
+        parameters: {
+            query?: never;
+            header?: never;
+            path: {
+                recording_id: number;
+                run_id: string;
+            };
+            cookie?: never;
+        };
+        requestBody?: never;
+        responses: {
+            /** @description The recording as an .npz (np.load(path, allow_pickle=False)): one [T, N, ...] array per population or module path, named by it, and dones, obs, actions, rewards. */
+            200: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/octet-stream": unknown;
+                };
+            };
+            /** @description Unknown run or recording */
+            404: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorPublic"];
+                };
+            };
+            /** @description The recording has not succeeded (yet) */
+            409: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorPublic"];
+                };
+            };
+            /** @description A bad field, named */
+            422: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorPublic"];
+                };
+            };
+        };
+    };
+    get_recording_pca_api_runs__run_id__recordings__recording_id__pca_get: {
+        parameters: {
+            query: {
+                /** @description A population or module path. */
+                key: string;
+                env?: number;
+                max_points?: number;
+            };
+            header?: never;
+            path: {
+                recording_id: number;
+                run_id: string;
+            };
+            cookie?: never;
+        };
+        requestBody?: never;
+        responses: {
+            /** @description Successful Response */
+            200: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["RecordingPca"];
+                };
+            };
+            /** @description Unknown run or recording */
+            404: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorPublic"];
+                };
+            };
+            /** @description The recording has not succeeded (yet) */
+            409: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorPublic"];
+                };
+            };
+            /** @description A bad field, named */
+            422: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorPublic"];
+                };
+            };
+        };
+    };
+    get_recording_slice_api_runs__run_id__recordings__recording_id__slice_get: {
+        parameters: {
+            query: {
+                /** @description A population or module path. */
+                key: string;
+                env?: number;
+                t0?: number;
+                /** @description End step (excluded); null: T. */
+                t1?: number | null;
+                max_points?: number;
+            };
+            header?: never;
+            path: {
+                recording_id: number;
+                run_id: string;
+            };
+            cookie?: never;
+        };
+        requestBody?: never;
+        responses: {
+            /** @description Successful Response */
+            200: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["RecordingSlice"];
+                };
+            };
+            /** @description Unknown run or recording */
+            404: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorPublic"];
+                };
+            };
+            /** @description The recording has not succeeded (yet) */
+            409: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorPublic"];
+                };
+            };
+            /** @description A bad field, named */
+            422: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorPublic"];
+                };
+            };
+        };
+    };
+    get_recording_video_api_runs__run_id__recordings__recording_id__video_get: {
+        parameters: {
+            query?: never;
+            header?: never;
+            path: {
+                recording_id: number;
+                run_id: string;
+            };
+            cookie?: never;
+        };
+        requestBody?: never;
+        responses: {
+            /** @description Successful Response */
+            200: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content?: never;
+            };
+            /** @description Unknown run or recording */
+            404: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorPublic"];
+                };
+            };
+            /** @description The recording has not succeeded (yet) */
+            409: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorPublic"];
+                };
+            };
+            /** @description A bad field, named */
+            422: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorPublic"];
                 };
             };
         };
