@@ -3,6 +3,7 @@
 import "./styles.css";
 import "./editing.css";
 import "./sweeps.css";
+import "./network.css";
 
 import { onUnauthorized } from "./api/http";
 import { h } from "./dom";

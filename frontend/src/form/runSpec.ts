@@ -2,6 +2,7 @@
  * a `RunFormInput`, builds the spec here, and marks the problems at their paths. */
 
 import type { CheckpointRef, EnvPreset, RunKind, RunSpec } from "../api/types";
+import type { GraphParse } from "../network/graphJson";
 import type { FieldDef } from "./fields";
 import { formSpec, type FormValue } from "./presetFill";
 import type { ServerProblem } from "./serverProblems";
@@ -28,6 +29,8 @@ export interface RunFormInput {
   env: string;
   text: RunTextFields;
   network: string;
+  /** The graph editor's network (network kind "graph" only). */
+  graph?: GraphParse;
   /** The value at `randomizePath` (`env.randomize`). */
   randomize: boolean;
   randomizePath: string;
@@ -78,7 +81,12 @@ export function buildRunSpec(input: RunFormInput): { spec: RunSpec; problems: Se
   const overrides = parseOverrides(input.text.overrides);
   if (overrides === null) problems.push({ path: OVERRIDES_PATH, message: OVERRIDES_PROBLEM });
   else if (overrides) spec.env.overrides = overrides;
-  spec.network = { kind: input.network === "lstm" ? "lstm" : "mlp" };
+  const networkKind = input.network === "lstm" || input.network === "graph" ? input.network : "mlp";
+  spec.network = { kind: networkKind };
+  if (networkKind === "graph") {
+    if (input.graph?.ok) spec.network = input.graph.network;
+    else problems.push({ path: "network", message: input.graph?.message ?? "the graph is missing" });
+  }
   spec.config = {};
   const values: FormValue[] = [{ path: input.randomizePath, value: input.randomize, libraryDefault: false }];
   for (const control of input.controls) {

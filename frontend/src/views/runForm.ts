@@ -11,6 +11,7 @@ import { api } from "../api/client";
 import {
   TERMINAL_STATUSES,
   type CheckpointRef,
+  type EnvInfo,
   type EnvPreset,
   type Run,
   type RunKind,
@@ -20,6 +21,7 @@ import { h } from "../dom";
 import { createCheckpointPicker } from "../form/checkpointPicker";
 import { createEnvField } from "../form/envField";
 import { createFieldControl, type FieldControl } from "../form/fieldControl";
+import { createGraphField } from "../form/graphField";
 import { configSections, networkSection, type Section } from "../form/fields";
 import { createPresetFiller, presetSummary, specFromPreset } from "../form/presetFill";
 import { createRandomizeField, RANDOMIZE_PATH } from "../form/randomizeField";
@@ -32,6 +34,9 @@ import { describeError, errorBox } from "./common";
 import { plural } from "./liveState";
 import { createSpecTabs } from "./specTabs";
 import { formSubmitter, showJsonParseError, showServerProblems } from "./submitSpec";
+
+/** The network section when the kind is graph: no field controls, the graph editor. */
+const GRAPH_SECTION: Section = { path: ["network"], title: "Network", fields: [] };
 
 export function runFormView(main: HTMLElement, { query }: RouteContext): () => void {
   let left = false;
@@ -82,19 +87,25 @@ export function runFormView(main: HTMLElement, { query }: RouteContext): () => v
     "A JSON object of env config overrides (MuJoCo Playground envs).",
   );
   const randomize = createRandomizeField();
-  env.onInfo((info) => randomize.setEnv(info));
+  let envInfo: EnvInfo | undefined;
+  env.onInfo((info) => {
+    envInfo = info;
+    randomize.setEnv(info);
+  });
   const networkKind = h(
     "select",
     { name: "network.kind" },
     h("option", { value: "mlp" }, "mlp"),
     h("option", { value: "lstm" }, "lstm"),
+    h("option", { value: "graph" }, "graph"),
   );
   const networkKindField = simpleField(
     "network.kind",
     "Network kind",
     networkKind,
-    "mlp: feed-forward; lstm: recurrent.",
+    "mlp: feed-forward; lstm: recurrent; graph: populations with delayed connections, as JSON.",
   );
+  const graph = createGraphField();
   const networkBox = h("div");
   const configBox = h("div");
   const networkError = h("p", { class: "field-error", hidden: true });
@@ -133,10 +144,8 @@ export function runFormView(main: HTMLElement, { query }: RouteContext): () => v
   ] as const) {
     targets.set(path, target);
   }
-  targets.set(
-    "network",
-    sectionTarget(networkSectionEl, networkError, () => networkKind.focus()),
-  );
+  const networkTarget = sectionTarget(networkSectionEl, networkError, () => networkKind.focus());
+  targets.set("network", networkTarget);
 
   const generalErrors = h("div", { class: "general-errors", "aria-live": "polite" });
   const submitButton = h("button", { type: "submit", class: "primary" }, "Start run");
@@ -201,11 +210,18 @@ export function runFormView(main: HTMLElement, { query }: RouteContext): () => v
     sectionControls.forEach((control) => targets.delete(control.path));
     for (const section of configSections("ppo").concat(configSections("distillation")))
       targets.delete(section.path.join("."));
+    const graphKind = networkKind.value === "graph";
     networkControls = buildSections(
       networkBox,
-      [networkSection(networkKind.value as "mlp" | "lstm")],
+      [graphKind ? GRAPH_SECTION : networkSection(networkKind.value as "mlp" | "lstm")],
       previous,
     );
+    // A graph's problems (network.populations.0.size, ...) show under its editor.
+    targets.set("network", graphKind ? graph.target : networkTarget);
+    if (graphKind) {
+      networkBox.append(graph.element);
+      graph.fillIfEmpty(envInfo);
+    }
     configControls = buildSections(configBox, configSections(currentKind()), previous);
     sectionControls = [...networkControls, ...configControls];
     sectionControls.forEach((control) => targets.set(control.path, control));
@@ -244,6 +260,7 @@ export function runFormView(main: HTMLElement, { query }: RouteContext): () => v
         overrides: textInputs.overrides.value,
       },
       network: networkKind.value,
+      graph: networkKind.value === "graph" ? graph.read() : undefined,
       randomize: randomize.read(),
       randomizePath: RANDOMIZE_PATH,
       controls: sectionControls.map((control) => ({
@@ -271,7 +288,9 @@ export function runFormView(main: HTMLElement, { query }: RouteContext): () => v
     });
     if (spec.env?.name) env.select(spec.env.name);
     randomize.write(spec.env?.randomize === true);
-    networkKind.value = (spec.network?.kind as string) === "lstm" ? "lstm" : "mlp";
+    const kind = spec.network?.kind as string | undefined;
+    networkKind.value = kind === "lstm" || kind === "graph" ? kind : "mlp";
+    if (kind === "graph") graph.write(spec.network as Record<string, unknown>);
     sectionControls = [];
     rebuild();
     for (const control of sectionControls)
@@ -445,5 +464,6 @@ export function runFormView(main: HTMLElement, { query }: RouteContext): () => v
   return () => {
     left = true;
     env.stop();
+    graph.stop();
   };
 }

@@ -5,6 +5,7 @@ import { decodeNumber, formatBytes, formatNumber } from "../api/numbers";
 import type { Checkpoint, Run, Video } from "../api/types";
 import { h, timeAgo } from "../dom";
 import { flatten } from "../flatten";
+import { networkFigure } from "../network/networkSvg";
 
 /** Eval videos with a step slider; the chosen one plays inline. */
 export function renderVideos(box: HTMLElement, videos: Video[]): void {
@@ -170,7 +171,9 @@ export function renderConfig(box: HTMLElement, run: Run): void {
   const spec = run.spec as Record<string, unknown>;
   const origin = presetOrigin(spec);
   const rows = [...flatten({ ...spec, preset: undefined })].filter(([key]) => key !== "preset");
-  box.replaceChildren(
+  const config = h(
+    "div",
+    { class: "config-main" },
     h("p", { class: "muted preset-origin" }, origin.note),
     h(
       "div",
@@ -210,6 +213,19 @@ export function renderConfig(box: HTMLElement, run: Run): void {
       null,
       h("summary", null, "Spec as JSON"),
       h("pre", { class: "json" }, JSON.stringify(run.spec, null, 2)),
+    ),
+  );
+  box.replaceChildren(
+    h(
+      "div",
+      { class: "config-layout" },
+      config,
+      h(
+        "section",
+        { class: "config-network", "aria-labelledby": "network-drawing-title" },
+        h("h2", { id: "network-drawing-title" }, "Network"),
+        networkFigure(spec.network),
+      ),
     ),
   );
 }
