@@ -52,8 +52,8 @@ def pytest_addoption(parser: pytest.Parser) -> None:
 @pytest.fixture(scope="session")
 def example_plugin(tmp_path_factory: pytest.TempPathFactory) -> dict[str, str]:
     """The example plugin (``tests/plugin_example``: env ``TwoLinkArm``, network
-    ``plugin:tiny``, the broken env ``BrokenArm``) visible as if installed; the environment
-    variables a service needs to see it too (``tests/plugin_fixture.py``)."""
+    ``plugin:tiny``, the broken env ``BrokenArm``) pip-installed for the session; the
+    environment variables a service needs to see it too (``tests/plugin_fixture.py``)."""
     from tests.plugin_fixture import make_visible
 
     return make_visible(tmp_path_factory.mktemp("plugin-site"))

@@ -1,16 +1,19 @@
-"""The example plugin package (``tests/plugin_example``) made visible as an installed one.
+"""The example plugin package (``tests/plugin_example``) installed for the test session.
 
-Where it is installed (``pip install -e tests/plugin_example``), nothing is done. Otherwise
-a ``.dist-info`` holding its entry points (read from its ``pyproject.toml``) is written to a
-temporary folder, which goes on ``sys.path`` with the package's folder; ``PYTHONPATH`` carries
-both to the services a test starts, and so to their spawned workers and checkers.
+Where it is installed already (``pip install -e tests/plugin_example``), nothing is done.
+Otherwise pip installs a copy of it into a temporary folder (``--target``: offline, no build
+isolation, with the test extra's setuptools), so the service sees what a user's ``pip install``
+gives: the package and a ``.dist-info`` whose entry points its build backend wrote. The folder
+goes on ``sys.path``, and ``PYTHONPATH`` carries it to the services a test starts, and so to
+their spawned workers and checkers.
 """
 
 from __future__ import annotations
 
 import os
+import shutil
+import subprocess
 import sys
-import tomllib
 from importlib import metadata
 from pathlib import Path
 
@@ -26,29 +29,25 @@ def installed() -> bool:
     return True
 
 
-def write_dist_info(site: Path) -> None:
-    """``site/<name>-<version>.dist-info`` with the example's metadata and entry points."""
-    project = tomllib.loads((EXAMPLE / "pyproject.toml").read_text())["project"]
-    name, version = project["name"], project["version"]
-    info = site / f"{name.replace('-', '_')}-{version}.dist-info"
-    info.mkdir(parents=True, exist_ok=True)
-    (info / "METADATA").write_text(f"Metadata-Version: 2.1\nName: {name}\nVersion: {version}\n")
-    sections = []
-    for group, entries in project["entry-points"].items():
-        lines = [f"{key} = {value}" for key, value in entries.items()]
-        sections.append("\n".join([f"[{group}]", *lines]))
-    (info / "entry_points.txt").write_text("\n\n".join(sections) + "\n")
+def install(site: Path) -> None:
+    """pip-installs the example plugin into ``site`` (from a copy: two test workers may install
+    at once, and a build writes next to its sources)."""
+    source = site.parent / f"{site.name}-source"
+    shutil.copytree(EXAMPLE, source, ignore=shutil.ignore_patterns("build", "*.egg-info"))
+    command = [sys.executable, "-m", "pip", "install", "--quiet", "--no-deps", "--no-index"]
+    command += ["--no-build-isolation", "--target", str(site), str(source)]
+    done = subprocess.run(command, capture_output=True, text=True, check=False)
+    if done.returncode != 0:
+        raise RuntimeError(f"installing the example plugin failed:\n{done.stdout}{done.stderr}")
 
 
 def make_visible(site: Path) -> dict[str, str]:
-    """Makes the example plugin visible here; returns the environment variables that make it
-    visible to a child process (none where it is installed)."""
+    """Installs the example plugin for this process; returns the environment variables that
+    make it visible to a child process (none where it is installed in the environment)."""
     if installed():
         return {}
-    write_dist_info(site)
-    paths = [str(site), str(EXAMPLE)]
-    for path in reversed(paths):
-        if path not in sys.path:
-            sys.path.insert(0, path)
+    install(site)
+    if str(site) not in sys.path:
+        sys.path.insert(0, str(site))
     inherited = os.environ.get("PYTHONPATH")
-    return {"PYTHONPATH": os.pathsep.join([*paths, *([inherited] if inherited else [])])}
+    return {"PYTHONPATH": os.pathsep.join([str(site), *([inherited] if inherited else [])])}
