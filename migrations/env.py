@@ -24,9 +24,28 @@ def run_migrations_offline() -> None:
 
 
 def _run(connection: Connection) -> None:
-    context.configure(connection=connection, target_metadata=target_metadata, render_as_batch=True)
-    with context.begin_transaction():
-        context.run_migrations()
+    # SQLite: a batch migration rebuilds a table (copy, drop the old one, rename); with foreign
+    # keys on, dropping the old ``runs`` would cascade-delete every row that refers to a run
+    # (metrics, events, checkpoints). They are off while migrating, as SQLite asks for table
+    # rebuilds; the pragma only takes effect outside a transaction.
+    toggle = connection.dialect.name == "sqlite" and not connection.in_transaction()
+    if toggle:
+        _sqlite_foreign_keys(connection, on=False)
+    try:
+        context.configure(
+            connection=connection, target_metadata=target_metadata, render_as_batch=True
+        )
+        with context.begin_transaction():
+            context.run_migrations()
+    finally:
+        if toggle and not connection.in_transaction():
+            _sqlite_foreign_keys(connection, on=True)
+
+
+def _sqlite_foreign_keys(connection: Connection, *, on: bool) -> None:
+    raw = connection.connection.driver_connection  # outside SQLAlchemy's transaction
+    assert raw is not None
+    raw.execute(f"PRAGMA foreign_keys={'ON' if on else 'OFF'}")
 
 
 def run_migrations_online() -> None:
