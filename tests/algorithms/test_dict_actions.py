@@ -1,8 +1,5 @@
 """Dict actions end to end: ``PPOAdapter(action=Map({head: sampler}))`` on ``TwoArmReach``
-trains, evaluates, renders, resumes exactly from a checkpoint and distils.
-
-Not here yet: a learning threshold on TwoArmReach (a first try reached 12.5 of 100 after
-100k steps, where PointReach's MLP reaches ~86; to be investigated)."""
+learns, evaluates, renders, resumes exactly from a checkpoint and distils."""
 
 from __future__ import annotations
 
@@ -114,7 +111,7 @@ def config(total_steps: int, **ppo: Any) -> C.TrainConfig:
             n_envs=ppo.pop("n_envs", 64),
             rollout_length=ppo.pop("rollout_length", 20),
             total_steps=total_steps,
-            learning_rate=1e-3,
+            learning_rate=ppo.pop("learning_rate", 1e-3),
             n_minibatches=4,
             n_epochs=4,
             **ppo,
@@ -122,6 +119,27 @@ def config(total_steps: int, **ppo: Any) -> C.TrainConfig:
         eval=C.EvalConfig(every_steps=total_steps, n_envs=64, max_episode_length=100),
         seed=0,
     )
+
+
+@pytest.mark.slow
+def test_two_heads_learn_two_arm_reach():
+    env = envs.load("TwoArmReach")
+    logging = LoggingLevel.LOSSES | LoggingLevel.ACTOR_EXTRA
+    cfg = config(150_000, learning_rate=3e-3, logging_level=logging)
+    result = train_ppo(env, two_arm_network(), cfg)
+    reward = result.eval_history[-1]["eval/episode_reward"]
+    # A random policy scores about 8 of 100, a PD controller on each arm about 94. Two arms
+    # learn slower than PointReach's one (each head's advantage also carries the other
+    # arm's reward): at learning rate 1e-3 this network scored 12.5 after 100k steps (a
+    # one-head network of the same weights on the [4] action split into the dict: 12.3)
+    # and 83 after 300k. At 3e-3, after 150k steps (CPU; network and TrainConfig seed
+    # alike): 80.0, 82.8, 78.3 with seeds 0, 1, 2.
+    assert reward > 60.0
+    metrics = result.final_metrics
+    # Per-head entropies are logged, and the joint entropy is their sum.
+    joint = metrics["actor/entropy"]
+    heads = metrics["actor/entropy/left"] + metrics["actor/entropy/right"]
+    np.testing.assert_allclose(joint, heads, rtol=1e-4)
 
 
 def test_the_render_rollout_steps_dict_actions():
