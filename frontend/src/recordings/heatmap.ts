@@ -114,6 +114,7 @@ export class Heatmap {
     });
     context.stroke();
     context.setLineDash([]);
+    canvas.dataset.painted = "true";
     if (step >= slice.t0 && step < slice.t1) {
       const x = xOfStep(step, width, slice.t0, slice.t1);
       context.strokeStyle = CURSOR_COLOUR;
