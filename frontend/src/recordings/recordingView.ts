@@ -106,38 +106,46 @@ export function showRecording(box: HTMLElement, runId: string, detail: Recording
     );
     const width = heatSlot.clientWidth || list.clientWidth || 800;
     const query = { key, env };
-    const [slice, pca] = await Promise.allSettled([
-      api.recordingSlice(runId, detail.id, {
-        ...query,
-        max_points: slicePoints(width, window.devicePixelRatio || 1),
-      }),
-      api.recordingPca(runId, detail.id, { ...query, max_points: PCA_POINTS }),
-    ]);
-    if (mine !== token) return;
     const population: Population = { key, heatmap: null, projection: null, pc1: null };
     shown.push(population);
-    if (pca.status === "fulfilled") {
-      const value: RecordingPca = pca.value;
-      population.pc1 = value.loadings[0] ?? null;
-      population.projection = new Projection(value, cursor);
-      projectionSlot.replaceChildren(population.projection.element);
-    } else {
-      projectionSlot.replaceChildren(errorBox(`Could not load the projection: ${describeError(pca.reason)}`));
-    }
-    if (slice.status === "fulfilled") {
-      const value: RecordingSlice = slice.value;
-      population.heatmap = new Heatmap(value, cursor, order(), population.pc1);
-      heatSlot.replaceChildren(
-        population.heatmap.element,
-        h(
-          "p",
-          { class: "muted rec-range" },
-          `colour: ${formatNumber(value.min)} … ${formatNumber(value.max)}`,
-        ),
-      );
-    } else {
-      heatSlot.replaceChildren(errorBox(`Could not load ${key}: ${describeError(slice.reason)}`));
-    }
+    // The heatmap paints as soon as its slice is in; the PCA (slower on the server) adds
+    // the projection and the PC1 order when it comes.
+    const heat = api
+      .recordingSlice(runId, detail.id, {
+        ...query,
+        max_points: slicePoints(width, window.devicePixelRatio || 1),
+      })
+      .then((value: RecordingSlice) => {
+        if (mine !== token) return;
+        population.heatmap = new Heatmap(value, cursor, order(), population.pc1);
+        heatSlot.replaceChildren(
+          population.heatmap.element,
+          h(
+            "p",
+            { class: "muted rec-range" },
+            `colour: ${formatNumber(value.min)} … ${formatNumber(value.max)}`,
+          ),
+        );
+      })
+      .catch((error) => {
+        if (mine === token)
+          heatSlot.replaceChildren(errorBox(`Could not load ${key}: ${describeError(error)}`));
+      });
+    const projection = api
+      .recordingPca(runId, detail.id, { ...query, max_points: PCA_POINTS })
+      .then((value: RecordingPca) => {
+        if (mine !== token) return;
+        population.pc1 = value.loadings[0] ?? null;
+        population.projection = new Projection(value, cursor);
+        projectionSlot.replaceChildren(population.projection.element);
+      })
+      .catch((error) => {
+        if (mine === token)
+          projectionSlot.replaceChildren(errorBox(`Could not load the projection: ${describeError(error)}`));
+      });
+    projectionSlot.replaceChildren(loading("Projecting…"));
+    await Promise.all([heat, projection]);
+    if (mine === token && order() === "pc1") population.heatmap?.setOrder("pc1", population.pc1);
   };
 
   const load = (): void => {
