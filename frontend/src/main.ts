@@ -4,6 +4,7 @@ import "./styles.css";
 import "./editing.css";
 import "./sweeps.css";
 import "./network.css";
+import "./recordings.css";
 
 import { onUnauthorized } from "./api/http";
 import { h } from "./dom";

@@ -10,6 +10,8 @@ import type { Run, RunSpec, SweepCreate, SweepDetail, Sweep } from "./types";
 
 export type RunFilters = QueryOf<"/api/runs", "get">;
 export type MetricsQuery = QueryOf<"/api/runs/{run_id}/metrics", "get">;
+export type SliceQuery = QueryOf<"/api/runs/{run_id}/recordings/{recording_id}/slice", "get">;
+export type PcaQuery = QueryOf<"/api/runs/{run_id}/recordings/{recording_id}/pca", "get">;
 export type PolicyFormat = QueryOf<"/api/runs/{run_id}/checkpoints/{step}/policy", "get">["format"];
 
 /** A page of the runs list, and the service event seq it was read at (`WS /api/events`). */
@@ -20,6 +22,8 @@ export interface RunPage {
 }
 
 const runPath = (run_id: string) => fillPath("/api/runs/{run_id}", "get", { run_id });
+const recordingPath = (run_id: string, recording_id: number) =>
+  fillPath("/api/runs/{run_id}/recordings/{recording_id}", "get", { run_id, recording_id });
 
 export const api = {
   health: () => requestJson<ResponseOf<"/api/health", "get">>("GET", "/api/health"),
@@ -70,6 +74,49 @@ export const api = {
       "GET",
       fillPath("/api/runs/{run_id}/checkpoints", "get", { run_id }),
     ),
+  recordings: (run_id: string) =>
+    requestJson<ResponseOf<"/api/runs/{run_id}/recordings", "get">>(
+      "GET",
+      fillPath("/api/runs/{run_id}/recordings", "get", { run_id }),
+    ),
+  record: (run_id: string, body: BodyOf<"/api/runs/{run_id}/recordings", "post">) =>
+    requestJson<ResponseOf<"/api/runs/{run_id}/recordings", "post", 201>>(
+      "POST",
+      fillPath("/api/runs/{run_id}/recordings", "post", { run_id }),
+      body,
+    ),
+  recording: (run_id: string, recording_id: number) =>
+    requestJson<ResponseOf<"/api/runs/{run_id}/recordings/{recording_id}", "get">>(
+      "GET",
+      recordingPath(run_id, recording_id),
+    ),
+  cancelRecording: (run_id: string, recording_id: number) =>
+    requestJson<ResponseOf<"/api/runs/{run_id}/recordings/{recording_id}/cancel", "post", 202>>(
+      "POST",
+      fillPath("/api/runs/{run_id}/recordings/{recording_id}/cancel", "post", { run_id, recording_id }),
+    ),
+  /** One env's activations of one population, downsampled to `max_points` time points. */
+  recordingSlice: (run_id: string, recording_id: number, query: SliceQuery) =>
+    requestJson<ResponseOf<"/api/runs/{run_id}/recordings/{recording_id}/slice", "get">>(
+      "GET",
+      withQuery(
+        fillPath("/api/runs/{run_id}/recordings/{recording_id}/slice", "get", { run_id, recording_id }),
+        { ...query },
+      ),
+    ),
+  /** One env's trajectory of one population on its first two principal components. */
+  recordingPca: (run_id: string, recording_id: number, query: PcaQuery) =>
+    requestJson<ResponseOf<"/api/runs/{run_id}/recordings/{recording_id}/pca", "get">>(
+      "GET",
+      withQuery(
+        fillPath("/api/runs/{run_id}/recordings/{recording_id}/pca", "get", { run_id, recording_id }),
+        { ...query },
+      ),
+    ),
+  recordingVideoUrl: (run_id: string, recording_id: number) =>
+    fillPath("/api/runs/{run_id}/recordings/{recording_id}/video", "get", { run_id, recording_id }),
+  recordingDataUrl: (run_id: string, recording_id: number) =>
+    fillPath("/api/runs/{run_id}/recordings/{recording_id}/data", "get", { run_id, recording_id }),
   listSweeps: (query: QueryOf<"/api/sweeps", "get"> = {}) =>
     requestJson<ResponseOf<"/api/sweeps", "get">>("GET", withQuery("/api/sweeps", { ...query })),
   getSweep: (sweep_id: string): Promise<SweepDetail> =>

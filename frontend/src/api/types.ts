@@ -28,6 +28,13 @@ export type WireSeries = Schemas["SeriesPublic"];
 export type MetricsResponse = Schemas["MetricsPublic"];
 export type Health = Schemas["HealthPublic"];
 export type ValidationErrorItem = Schemas["ValidationError"];
+/** Activation recordings of a run's checkpoints (`/api/runs/{id}/recordings`). */
+export type Recording = Schemas["RecordingPublic"];
+export type RecordingDetail = Schemas["RecordingDetail"];
+export type RecordingCreate = Schemas["RecordingCreate"];
+export type RecordingSlice = Schemas["RecordingSlice"];
+export type RecordingPca = Schemas["RecordingPca"];
+export const RECORDING_ACTIVE: readonly Recording["status"][] = ["queued", "running"];
 
 export const RUN_STATUSES: readonly RunStatus[] = [
   "queued",
@@ -81,7 +88,13 @@ export interface PhaseEvent extends EventBase {
   phase: "compiling" | "training" | "evaluating" | "checkpointing" | "video";
   since: number;
 }
-export type RunEvent = MetricsEvent | StatusEvent | VideoEvent | CheckpointEvent | LogEvent | PhaseEvent;
+/** A recording of the run was queued or changed status. */
+export interface RecordingEvent extends EventBase {
+  type: "recording";
+  recording: Recording;
+}
+export type RunEvent =
+  MetricsEvent | StatusEvent | VideoEvent | CheckpointEvent | LogEvent | PhaseEvent | RecordingEvent;
 
 /** Events of the service-wide `WS /api/events`: every change a runs list shows. */
 interface ServiceEventBase {

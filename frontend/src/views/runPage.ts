@@ -7,6 +7,7 @@ import { TERMINAL_STATUSES, type Run, type RunEvent } from "../api/types";
 import { h, replaceChildren, timeAgo } from "../dom";
 import { navigate } from "../nav";
 import type { RouteContext } from "../router";
+import { RecordingsTab } from "../recordings/tab";
 import { RunStream, type StreamState } from "../stream/runStream";
 import {
   describeError,
@@ -49,6 +50,11 @@ export function runPageView(main: HTMLElement, { params, query }: RouteContext):
   let stream: RunStream | null = null;
   const phase = new PhaseIndicator();
   const charts = new RunCharts(runId, phase.copy);
+  const recordingId = Number(query.get("recording"));
+  const recordings = new RecordingsTab(
+    runId,
+    Number.isInteger(recordingId) && query.has("recording") ? recordingId : null,
+  );
 
   const header = h("div", { class: "run-header" });
   const errorSlot = h("div");
@@ -57,6 +63,7 @@ export function runPageView(main: HTMLElement, { params, query }: RouteContext):
     charts: charts.element,
     videos: h("div", null, loading()),
     checkpoints: h("div", null, loading()),
+    recordings: recordings.element,
     config: h("div", null, loading()),
     logs: h("div", null, loading()),
   };
@@ -235,7 +242,11 @@ export function runPageView(main: HTMLElement, { params, query }: RouteContext):
     () =>
       void api
         .checkpoints(runId)
-        .then((page) => run && !left && renderCheckpoints(panels.checkpoints, run, page.items))
+        .then((page) => {
+          if (!run || left) return;
+          renderCheckpoints(panels.checkpoints, run, page.items);
+          recordings.setCheckpoints(page.items.map((c) => c.step));
+        })
         .catch(() => {}),
     500,
   );
@@ -276,6 +287,9 @@ export function runPageView(main: HTMLElement, { params, query }: RouteContext):
       case "phase":
         phase.set(event);
         break;
+      case "recording":
+        recordings.upsert(event.recording);
+        break;
     }
   };
   const describeState = (state: StreamState, detail?: string): void =>
@@ -304,8 +318,11 @@ export function runPageView(main: HTMLElement, { params, query }: RouteContext):
     if (metrics.status === "fulfilled") charts.setHistory(metrics.value.series);
     else errorSlot.append(errorBox(`Could not load the metrics: ${describeError(metrics.reason)}`));
     if (videos.status === "fulfilled") renderVideos(panels.videos, videos.value.items);
-    if (checkpoints.status === "fulfilled")
+    if (checkpoints.status === "fulfilled") {
       renderCheckpoints(panels.checkpoints, run, checkpoints.value.items);
+      recordings.setCheckpoints(checkpoints.value.items.map((c) => c.step));
+    }
+    void recordings.refresh();
     refreshLogs.call();
     // The history has every metric (with its wall time) of the events up to its last_seq,
     // and the run's phase as of then: follow from there. Before the first metric the few
@@ -334,6 +351,7 @@ export function runPageView(main: HTMLElement, { params, query }: RouteContext):
     stream?.stop();
     charts.destroy();
     phase.destroy();
+    recordings.destroy();
     [refreshVideos, refreshCheckpoints, refreshLogs, refreshRunSoon].forEach((t) => t.cancel());
   };
 }

@@ -3,7 +3,7 @@
 
 import { TERMINAL_STATUSES, type MetricsEvent, type Run } from "../api/types";
 
-export const TABS = ["charts", "videos", "checkpoints", "config", "logs"] as const;
+export const TABS = ["charts", "videos", "checkpoints", "recordings", "config", "logs"] as const;
 export type Tab = (typeof TABS)[number];
 
 /** The tab `?tab=` names, or the charts. */
