@@ -33,6 +33,7 @@ from server.api import (
 from server.api.deps import Services
 from server.api.events_hub import ServiceEventsHub
 from server.api.stream_hub import StreamHub
+from server.api.sweep_driver import SweepDriver
 from server.api_docs import add_docs
 from server.headers import ERROR_HEADERS, SecurityHeaders
 from server.security import COOKIE, AccessMiddleware, BodyTooLarge, token_matches
@@ -43,7 +44,6 @@ from server.store.run_store import RunStore
 from server.store.sweep_store import SweepStore
 from server.user_text import MAX_JSON_DEPTH, json_depth, printable
 from server.worker.supervisor_process import SupervisorProcess
-from server.worker.sweeper import SweepDriver
 
 log = logging.getLogger("nnx_ppo.server")
 

@@ -2,7 +2,7 @@
 delete, and the sweep's events on a websocket.
 
 A sweep's trials are ordinary runs (``GET /api/runs?sweep_id=...``); the sweep driver
-(``server.worker.sweeper``) queues them.
+(``server.api.sweep_driver``) queues them.
 """
 
 from __future__ import annotations
@@ -21,6 +21,7 @@ from starlette.requests import HTTPConnection
 from server.api import runs as runs_api
 from server.api.deps import ServicesDep
 from server.api.seq_hub import SeqHub, column_seqs, follow
+from server.api.sweep_driver import SweepDriver, objective_of
 from server.schemas import ErrorPublic, RunCreate
 from server.spec.checker import CheckerUnavailable
 from server.spec.sweep_space import MAX_CHECKS, PathError, SweepCreate, variants, with_values
@@ -28,7 +29,6 @@ from server.store.models import RunRow, SweepRow
 from server.store.run_status import RunStatus
 from server.store.sweep_store import FINISHED, SweepActive, SweepFilter, SweepNotFound, SweepStore
 from server.user_text import PlainText
-from server.worker.sweeper import SweepDriver, objective_of
 
 router = APIRouter(prefix="/sweeps", tags=["sweeps"])
 SWEEP_ID = re.compile(r"s[0-9a-f]{11}")
