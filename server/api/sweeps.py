@@ -20,11 +20,12 @@ from starlette.requests import HTTPConnection
 
 from server.api import runs as runs_api
 from server.api.deps import ServicesDep
-from server.api.seq_hub import SeqHub, column_seqs, follow
+from server.api.seq_hub import SeqHub, follow
 from server.api.sweep_driver import SweepDriver, objective_of
 from server.schemas import ErrorPublic, RunCreate
 from server.spec.checker import CheckerUnavailable
 from server.spec.sweep_space import MAX_CHECKS, PathError, SweepCreate, variants, with_values
+from server.store.last_seqs import column_seqs
 from server.store.models import RunRow, SweepRow
 from server.store.run_status import RunStatus
 from server.store.sweep_store import FINISHED, SweepActive, SweepFilter, SweepNotFound, SweepStore

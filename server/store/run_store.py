@@ -24,7 +24,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
-from sqlalchemy import delete, func, select, text, update
+from sqlalchemy import Engine, delete, func, select, text, update
 from sqlalchemy.orm import Session, sessionmaker
 
 from server.store.db import dialect, transaction
@@ -98,6 +98,12 @@ class RunStore(RunTransitions, RunEventRecording, ServiceEventReads, WorkerRegis
     def __init__(self, sessions: sessionmaker[Session], runs_dir: Path):
         self.sessions = sessions
         self.runs_dir = runs_dir
+
+    @property
+    def engine(self) -> Engine:
+        """The engine of its sessions (reads of one snapshot, streamed exports)."""
+        engine: Engine = self.sessions.kw["bind"]
+        return engine
 
     def create(
         self,
