@@ -3,7 +3,6 @@
 
 from __future__ import annotations
 
-import re
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Annotated
@@ -16,9 +15,8 @@ from server.api.stream_hub import StreamHub
 from server.settings import Settings
 from server.spec.checker import EnvCatalogue, SpecChecker
 from server.store.models import RunRow
+from server.store.run_store import RUN_ID as RUN_ID
 from server.store.run_store import RunNotFound, RunStore
-
-RUN_ID = re.compile(r"[0-9a-f]{12}")
 
 
 @dataclass

@@ -24,6 +24,7 @@ from server.api.seq_hub import SeqHub, follow
 from server.api.sweep_driver import SweepDriver, objective_of
 from server.schemas import ErrorPublic, RunCreate
 from server.spec.checker import CheckerUnavailable
+from server.spec.run_checks import problem
 from server.spec.sweep_space import MAX_CHECKS, PathError, SweepCreate, variants, with_values
 from server.store.last_seqs import column_seqs
 from server.store.models import RunRow, SweepRow
@@ -182,14 +183,6 @@ def sweep_public(sweep: SweepRow, runs: list[RunRow], *, detail: bool = False) -
 # -- checks -------------------------------------------------------------------------------
 
 
-def _problem(loc: tuple[Any, ...], msg: str) -> dict[str, Any]:
-    return {"loc": ["body", *loc], "msg": msg, "type": "value_error"}
-
-
-def _invalid(loc: tuple[Any, ...], msg: str) -> RequestValidationError:
-    return RequestValidationError([_problem(loc, msg)])
-
-
 def _short(value: Any) -> str:
     text = json.dumps(value)
     return text if len(text) <= 80 else text[:77] + "..."
@@ -201,19 +194,19 @@ def _check(services: ServicesDep, request: SweepCreate) -> tuple[SweepCreate, in
     or ``space.<path>``); returns the request with that base spec, and its steps."""
     try:
         request = request.model_copy(update={"spec": runs_api.with_preset(services, request.spec)})
-        base_total = runs_api._validate(services, request.spec)
+        base_total = runs_api.validate(services, request.spec)
     except RequestValidationError as error:
         raise RequestValidationError(
             [{**e, "loc": ["body", "spec", *list(e["loc"])[1:]]} for e in error.errors()]
         ) from None
     _check_objective(services, request)
     if request.method == "grid" and request.trials() > request.grid_size():
-        raise _invalid(
+        raise runs_api.invalid(
             ("max_trials",), f"the grid has {request.grid_size()} points: at most that many"
         )
     checks = variants(request)
     if len(checks) > MAX_CHECKS:
-        raise _invalid(
+        raise runs_api.invalid(
             ("space",),
             f"the space has {len(checks)} values to check (each bound and each choice); "
             f"at most {MAX_CHECKS}",
@@ -231,15 +224,15 @@ def _check(services: ServicesDep, request: SweepCreate) -> tuple[SweepCreate, in
         )
         try:
             spec = RunCreate.model_validate(with_values(stored, values))
-            runs_api._validate(services, spec)
+            runs_api.validate(services, spec)
         except PathError as error:
-            problems.append(_problem(loc, str(error)))
+            problems.append(problem(loc, str(error)))
         except (ValidationError, RequestValidationError) as error:
             found = "; ".join(
                 f"{'.'.join(str(p) for p in e['loc'] if p != 'body')}: {e['msg']}"
                 for e in error.errors()
             )
-            problems.append(_problem(loc, f"{what} gives an invalid run spec: {found}"))
+            problems.append(problem(loc, f"{what} gives an invalid run spec: {found}"))
     named = [p for p in problems if len(p["loc"]) > 2]
     if problems:  # each path whose values fail (a combination only when none alone does)
         raise RequestValidationError(named or problems)
@@ -258,7 +251,7 @@ def _check_objective(services: ServicesDep, request: SweepCreate) -> None:
     except CheckerUnavailable as error:
         raise HTTPException(503, str(error)) from None
     if known is not None and metric not in known:
-        raise _invalid(
+        raise runs_api.invalid(
             ("objective", "metric"),
             f"the trials' runs will not report {metric!r}; they report: {', '.join(known)}",
         )

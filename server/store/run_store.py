@@ -16,6 +16,7 @@ The store returns rows and plain dicts; the API turns them into its response mod
 
 from __future__ import annotations
 
+import re
 import shutil
 import time
 import uuid
@@ -81,6 +82,10 @@ class RunFilter:
     sweep_id: str | None = None
     limit: int = 50
     offset: int = 0
+
+
+RUN_ID = re.compile(r"[0-9a-f]{12}")
+"""The form of a run's id (``new_run_id``)."""
 
 
 def new_run_id() -> str:
