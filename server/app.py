@@ -30,10 +30,11 @@ from server.api import (
     stream,
     sweeps,
 )
-from server.api.deps import Services
+from server.api.deps import Services, SweepServices
 from server.api.events_hub import ServiceEventsHub
 from server.api.stream_hub import StreamHub
 from server.api.sweep_driver import SweepDriver
+from server.api.sweep_hub import SweepHub
 from server.api_docs import add_docs
 from server.headers import ERROR_HEADERS, SecurityHeaders
 from server.security import COOKIE, AccessMiddleware, BodyTooLarge, token_matches
@@ -71,8 +72,8 @@ def create_app(settings: Settings, *, with_worker: bool = True) -> FastAPI:
         services.hub.start()
         services.events.start()
         sweep_store = SweepStore(store.sessions, store)
-        app.state.sweeps = sweeps.SweepServices(
-            sweep_store, SweepDriver(sweep_store, store), sweeps.SweepHub(sweep_store)
+        app.state.sweeps = SweepServices(
+            sweep_store, SweepDriver(sweep_store, store), SweepHub(sweep_store)
         )
         app.state.sweeps.driver.start()
         app.state.sweeps.hub.start()

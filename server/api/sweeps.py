@@ -8,76 +8,36 @@ A sweep's trials are ordinary runs (``GET /api/runs?sweep_id=...``); the sweep d
 from __future__ import annotations
 
 import json
-import re
-from dataclasses import dataclass
 from typing import Annotated, Any
 
-from fastapi import APIRouter, Depends, HTTPException, Query, Request, Response, WebSocket
+from fastapi import APIRouter, HTTPException, Query, Response, WebSocket
 from fastapi.exceptions import RequestValidationError
 from pydantic import BaseModel, Field, ValidationError
 from starlette.concurrency import run_in_threadpool
-from starlette.requests import HTTPConnection
 
 from server.api import runs as runs_api
-from server.api.deps import ServicesDep
-from server.api.seq_hub import SeqHub, follow
-from server.api.sweep_driver import SweepDriver, objective_of
+from server.api.deps import (
+    SWEEP_ID,
+    ServicesDep,
+    SweepDep,
+    SweepServicesDep,
+    get_sweep_services,
+)
+from server.api.seq_hub import follow
+from server.api.sweep_driver import objective_of
 from server.schemas import ErrorPublic, RunCreate
 from server.spec.checker import CheckerUnavailable
 from server.spec.run_checks import problem
 from server.spec.sweep_space import MAX_CHECKS, PathError, SweepCreate, variants, with_values
-from server.store.last_seqs import column_seqs
 from server.store.models import RunRow, SweepRow
 from server.store.run_status import RunStatus
-from server.store.sweep_store import FINISHED, SweepActive, SweepFilter, SweepNotFound, SweepStore
+from server.store.sweep_store import FINISHED, SweepActive, SweepFilter, SweepNotFound
 from server.user_text import PlainText
 
 router = APIRouter(prefix="/sweeps", tags=["sweeps"])
-SWEEP_ID = re.compile(r"s[0-9a-f]{11}")
 NOT_FOUND: dict[int | str, dict[str, Any]] = {
     404: {"model": ErrorPublic, "description": "Unknown sweep"}
 }
-POLL_S = 0.25
-
-
-class SweepHub(SeqHub):
-    """The hub of the sweeps' event streams: a ``SeqHub`` keyed by sweep id, whose poller
-    reads the ``last_seq`` of every followed sweep in one query."""
-
-    def __init__(self, store: SweepStore):
-        latest = column_seqs(store.sessions, SweepRow.id, SweepRow.last_seq)
-        super().__init__("sweep-hub", latest=latest, events_after=store.events_after, poll_s=POLL_S)
-
-
-@dataclass
-class SweepServices:
-    store: SweepStore
-    driver: SweepDriver
-    hub: SweepHub
-
-
-def get_sweep_services(connection: HTTPConnection) -> SweepServices:
-    services: SweepServices = connection.app.state.sweeps
-    return services
-
-
-SweepServicesDep = Annotated[SweepServices, Depends(get_sweep_services)]
-
-
-def lookup_sweep(services: SweepServices, sweep_id: str) -> SweepRow:
-    try:
-        if not SWEEP_ID.fullmatch(sweep_id):
-            raise SweepNotFound(sweep_id)
-        return services.store.get(sweep_id)
-    except SweepNotFound:
-        raise HTTPException(404, f"sweep {sweep_id!r} not found") from None
-
-
-def get_sweep(request: Request, sweep_id: str) -> SweepRow:
-    return lookup_sweep(get_sweep_services(request), sweep_id)
-
-
-SweepDep = Annotated[SweepRow, Depends(get_sweep)]
 
 
 # -- bodies -------------------------------------------------------------------------------
