@@ -1,5 +1,7 @@
-"""Dependencies shared by the routers: the service objects, and a run looked up once
-(``RunDep``: 404 for an unknown or malformed id)."""
+"""Every dependency of the routers: the service objects (``ServicesDep``,
+``SweepServicesDep``), a run or a sweep looked up once (``RunDep``, ``SweepDep``: 404 for an
+unknown or malformed id), and the run token of the report routes (``ReportingRun``: 401 for
+a missing token or another run's)."""
 
 from __future__ import annotations
 
@@ -13,12 +15,16 @@ from starlette.requests import HTTPConnection
 
 from server.api.events_hub import ServiceEventsHub
 from server.api.stream_hub import StreamHub
+from server.api.sweep_driver import SweepDriver
+from server.api.sweep_hub import SweepHub
+from server.security import request_token
 from server.settings import Settings
 from server.spec.checker import EnvCatalogue, SpecChecker
-from server.store.models import RunRow
+from server.store import run_reports
+from server.store.models import RunRow, SweepRow
+from server.store.run_store import RUN_ID as RUN_ID
 from server.store.run_store import RunNotFound, RunStore
-
-RUN_ID = re.compile(r"[0-9a-f]{12}")
+from server.store.sweep_store import SweepNotFound, SweepStore
 
 
 @dataclass
@@ -57,3 +63,61 @@ RunDep = Annotated[RunRow, Depends(get_run)]
 
 def run_dir(services: Services, run: RunRow) -> Path:
     return services.settings.run_dir(run.id)
+
+
+# -- the report routes: a run process's own run token --------------------------------------
+
+
+def run_token(request: Request) -> str:
+    headers = {k.decode("latin-1").lower(): v.decode("latin-1") for k, v in request.headers.raw}
+    token = request_token(request.scope, headers)
+    if token is None:
+        raise HTTPException(401, "missing run token", headers={"WWW-Authenticate": "Bearer"})
+    return token
+
+
+def authorized_run(request: Request, run_id: str) -> RunRow:
+    run = lookup_run(get_services(request), run_id)
+    if not run_reports.token_valid(run, run_token(request)):
+        raise HTTPException(401, "not this run's current run token")
+    return run
+
+
+ReportingRun = Annotated[RunRow, Depends(authorized_run)]
+Token = Annotated[str, Depends(run_token)]
+
+
+# -- sweeps ------------------------------------------------------------------------------
+
+SWEEP_ID = re.compile(r"s[0-9a-f]{11}")
+
+
+@dataclass
+class SweepServices:
+    store: SweepStore
+    driver: SweepDriver
+    hub: SweepHub
+
+
+def get_sweep_services(connection: HTTPConnection) -> SweepServices:
+    services: SweepServices = connection.app.state.sweeps
+    return services
+
+
+SweepServicesDep = Annotated[SweepServices, Depends(get_sweep_services)]
+
+
+def lookup_sweep(services: SweepServices, sweep_id: str) -> SweepRow:
+    try:
+        if not SWEEP_ID.fullmatch(sweep_id):
+            raise SweepNotFound(sweep_id)
+        return services.store.get(sweep_id)
+    except SweepNotFound:
+        raise HTTPException(404, f"sweep {sweep_id!r} not found") from None
+
+
+def get_sweep(request: Request, sweep_id: str) -> SweepRow:
+    return lookup_sweep(get_sweep_services(request), sweep_id)
+
+
+SweepDep = Annotated[SweepRow, Depends(get_sweep)]

@@ -10,8 +10,7 @@ from typing import Any, Literal
 from fastapi import APIRouter, HTTPException
 from pydantic import BaseModel, Field
 
-from server.api.deps import ServicesDep, lookup_run
-from server.api.report import Token
+from server.api.deps import ServicesDep, Token, lookup_run
 from server.api.runs import run_public
 from server.schemas import RunPublic
 from server.store import tracked_runs

@@ -19,11 +19,8 @@ import time
 from dataclasses import dataclass
 from typing import Any, Literal, assert_never
 
-from sqlalchemy import update
-
 from server.settings import Settings
 from server.store.db import make_engine, make_sessionmaker, migrate
-from server.store.models import WorkerRow
 from server.store.run_status import TransitionError
 from server.store.run_store import RunNotFound, RunStore
 from server.worker import run_process
@@ -157,10 +154,7 @@ class Supervisor:
         values = self.executor.describe()
         if not values:
             return
-        with self.store.sessions() as session, session.begin():
-            session.execute(
-                update(WorkerRow).where(WorkerRow.id == self.worker_id).values(**values)
-            )
+        self.store.describe_worker(self.worker_id, values)
 
     def _start_claimed(self) -> None:
         while (free := self.executor.free_slots()) > 0:
