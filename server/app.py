@@ -33,7 +33,7 @@ from server.api import (
     tracked,
 )
 from server.api.crash_watch import CrashWatch
-from server.api.deps import Services, SweepServices
+from server.api.deps import RecordingServices, Services, SweepServices
 from server.api.events_hub import ServiceEventsHub
 from server.api.stream_hub import StreamHub
 from server.api.sweep_driver import SweepDriver
@@ -86,7 +86,7 @@ def create_app(settings: Settings, *, with_worker: bool = True) -> FastAPI:
         crash_watch.start()
         recording_store = RecordingStore(store.sessions)
         runner = RecordingRunner(settings, store, recording_store)
-        app.state.recordings = recordings.RecordingServices(recording_store, runner)
+        app.state.recordings = RecordingServices(recording_store, runner)
         runner.start()
         worker = SupervisorProcess(settings) if with_worker else None
         if worker is not None:

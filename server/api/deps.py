@@ -1,14 +1,16 @@
 """Every dependency of the routers: the service objects (``ServicesDep``,
-``SweepServicesDep``), a run or a sweep looked up once (``RunDep``, ``SweepDep``: 404 for an
-unknown or malformed id), and the run token of the report routes (``ReportingRun``: 401 for
-a missing token or another run's)."""
+``SweepServicesDep``, ``RecordingServicesDep``), a run, a sweep or a recording looked up
+once (``RunDep``, ``SweepDep``, ``RecordingDep``: 404 for an unknown or malformed id), and
+the run token of the report routes (``ReportingRun``: 401 for a missing token or another
+run's)."""
 
 from __future__ import annotations
 
 import re
-from dataclasses import dataclass
+import threading
+from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Annotated
+from typing import Annotated, Any
 
 from fastapi import Depends, HTTPException, Request
 from starlette.requests import HTTPConnection
@@ -17,11 +19,13 @@ from server.api.events_hub import ServiceEventsHub
 from server.api.stream_hub import StreamHub
 from server.api.sweep_driver import SweepDriver
 from server.api.sweep_hub import SweepHub
+from server.recording.runner import RecordingRunner
 from server.security import request_token
 from server.settings import Settings
 from server.spec.checker import EnvCatalogue, SpecChecker
 from server.store import run_reports
-from server.store.models import RunRow, SweepRow
+from server.store.models import RecordingRow, RunRow, SweepRow
+from server.store.recording_store import RecordingNotFound, RecordingStore
 from server.store.run_store import RUN_ID as RUN_ID
 from server.store.run_store import RunNotFound, RunStore
 from server.store.sweep_store import SweepNotFound, SweepStore
@@ -121,3 +125,36 @@ def get_sweep(request: Request, sweep_id: str) -> SweepRow:
 
 
 SweepDep = Annotated[SweepRow, Depends(get_sweep)]
+
+
+# -- recordings --------------------------------------------------------------------------
+
+
+@dataclass
+class RecordingServices:
+    store: RecordingStore
+    runner: RecordingRunner
+    shapes: dict[tuple[str, int, float], dict[str, Any]] = field(default_factory=dict)
+    """The checker's answer per checkpoint (run, step, modification time)."""
+    lock: threading.Lock = field(default_factory=threading.Lock)
+
+
+def get_recording_services(connection: HTTPConnection) -> RecordingServices:
+    services: RecordingServices = connection.app.state.recordings
+    return services
+
+
+RecordingServicesDep = Annotated[RecordingServices, Depends(get_recording_services)]
+
+
+def get_recording(request: Request, run: RunDep, recording_id: int) -> RecordingRow:
+    recordings = get_recording_services(request)
+    try:
+        if not 0 <= recording_id < 2**62:
+            raise RecordingNotFound(run.id, recording_id)
+        return recordings.store.get(run.id, recording_id)
+    except RecordingNotFound as error:
+        raise HTTPException(404, str(error)) from None
+
+
+RecordingDep = Annotated[RecordingRow, Depends(get_recording)]

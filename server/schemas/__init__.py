@@ -7,6 +7,14 @@ from server.schemas.envs import EnvList, EnvPublic, PresetPublic
 from server.schemas.errors import ErrorPublic
 from server.schemas.health import DeviceUsePublic, HealthPublic, NodePublic, WorkerPublic
 from server.schemas.metrics import MetricsPublic, PhasePublic, SeriesPublic
+from server.schemas.recordings import (
+    RecordingCreate,
+    RecordingDetail,
+    RecordingList,
+    RecordingPca,
+    RecordingPublic,
+    RecordingSlice,
+)
 from server.schemas.run_spec import (
     CheckpointRef,
     EnvSpec,
@@ -18,6 +26,7 @@ from server.schemas.run_spec import (
     RunCreate,
 )
 from server.schemas.runs import RunList, RunPublic, RunUpdate
+from server.schemas.tracked import TrackCreate, TrackedRunPublic
 
 __all__ = [
     "CheckpointList",
@@ -37,12 +46,20 @@ __all__ = [
     "PhasePublic",
     "PresetPublic",
     "PresetRef",
+    "RecordingCreate",
+    "RecordingDetail",
+    "RecordingList",
+    "RecordingPca",
+    "RecordingPublic",
+    "RecordingSlice",
     "ResourcesSpec",
     "RunCreate",
     "RunList",
     "RunPublic",
     "RunUpdate",
     "SeriesPublic",
+    "TrackCreate",
+    "TrackedRunPublic",
     "VideoList",
     "VideoPublic",
     "WorkerPublic",
