@@ -29,6 +29,7 @@ test: setup
 	$(PY) -m ruff check .
 	$(PY) -m ruff format --check .
 	$(PY) -m mypy
+	$(VENV)/bin/lint-imports
 	cd frontend && npm test && npm run format-check && NNX_PPO_PYTHON=$(abspath $(PY)) npm run check-api
 	$(PY) -m pytest -n 2 --dist loadfile
 
@@ -43,6 +44,7 @@ lint: setup
 	$(PY) -m ruff check .
 	$(PY) -m ruff format --check .
 	$(PY) -m mypy
+	$(VENV)/bin/lint-imports
 
 format: setup
 	$(PY) -m ruff format .
@@ -64,4 +66,4 @@ learning-report: setup
 	$(PY) -m bench.learning_report
 
 clean:
-	rm -rf $(VENV) .cache .pytest_cache .ruff_cache frontend/node_modules frontend/dist
+	rm -rf $(VENV) .cache .pytest_cache .ruff_cache .import_linter_cache frontend/node_modules frontend/dist

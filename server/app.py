@@ -33,9 +33,11 @@ from server.api import (
     tracked,
 )
 from server.api.crash_watch import CrashWatch
-from server.api.deps import Services
+from server.api.deps import RecordingServices, Services, SweepServices
 from server.api.events_hub import ServiceEventsHub
 from server.api.stream_hub import StreamHub
+from server.api.sweep_driver import SweepDriver
+from server.api.sweep_hub import SweepHub
 from server.api_docs import add_docs
 from server.headers import ERROR_HEADERS, SecurityHeaders
 from server.recording.runner import RecordingRunner
@@ -48,7 +50,6 @@ from server.store.run_store import RunStore
 from server.store.sweep_store import SweepStore
 from server.user_text import MAX_JSON_DEPTH, json_depth, printable
 from server.worker.supervisor_process import SupervisorProcess
-from server.worker.sweeper import SweepDriver
 
 log = logging.getLogger("nnx_ppo.server")
 
@@ -76,8 +77,8 @@ def create_app(settings: Settings, *, with_worker: bool = True) -> FastAPI:
         services.hub.start()
         services.events.start()
         sweep_store = SweepStore(store.sessions, store)
-        app.state.sweeps = sweeps.SweepServices(
-            sweep_store, SweepDriver(sweep_store, store), sweeps.SweepHub(sweep_store)
+        app.state.sweeps = SweepServices(
+            sweep_store, SweepDriver(sweep_store, store), SweepHub(sweep_store)
         )
         app.state.sweeps.driver.start()
         app.state.sweeps.hub.start()
@@ -85,7 +86,7 @@ def create_app(settings: Settings, *, with_worker: bool = True) -> FastAPI:
         crash_watch.start()
         recording_store = RecordingStore(store.sessions)
         runner = RecordingRunner(settings, store, recording_store)
-        app.state.recordings = recordings.RecordingServices(recording_store, runner)
+        app.state.recordings = RecordingServices(recording_store, runner)
         runner.start()
         worker = SupervisorProcess(settings) if with_worker else None
         if worker is not None:

@@ -2,41 +2,32 @@
 
 from __future__ import annotations
 
-import csv
-import io
 import json
 import os
-import re
-import tempfile
 import time
-from collections.abc import Iterable, Iterator, Mapping
+from collections.abc import Iterator, Mapping
 from pathlib import Path
 from typing import Any
 
 import httpx
-import numpy as np
 
-from nnx_ppo.client.archive import extract_checkpoint
+from nnx_ppo.client.downloads import Downloads
 from nnx_ppo.client.errors import (
     ApiError,
-    NotFound,
     ServiceUnavailable,
     api_error,
 )
+from nnx_ppo.client.metric_reads import MetricReads
 from nnx_ppo.client.recordings import RecordingMethods
 from nnx_ppo.client.types import (
-    Checkpoint,
     Env,
     Event,
     Health,
     Run,
     RunList,
-    Series,
     Sweep,
     SweepEvent,
     SweepList,
-    Video,
-    decode_value,
 )
 
 DEFAULT_URL = "http://127.0.0.1:8000"
@@ -62,8 +53,9 @@ def default_token(data_dir: str | os.PathLike[str] | None = None) -> str | None:
         return None
 
 
-class Client(RecordingMethods):
-    """A client of one nnx-ppo service (its recording methods: ``RecordingMethods``).
+class Client(MetricReads, Downloads, RecordingMethods):
+    """A client of one nnx-ppo service (its parts: ``MetricReads``, ``Downloads``,
+    ``RecordingMethods``).
 
     Args:
         url: The service, e.g. ``http://127.0.0.1:8000`` (default ``NNX_PPO_URL``, else
@@ -276,194 +268,6 @@ class Client(RecordingMethods):
             if event.terminal:
                 return
 
-    # -- metrics --------------------------------------------------------------------------
-
-    def metrics(
-        self,
-        run_id: str,
-        keys: Iterable[str] | str | None = None,
-        max_points: int | None = None,
-    ) -> dict[str, Series]:
-        """A run's metrics as numpy arrays, one ``Series`` per key (all keys by default).
-
-        ``max_points=None``: every stored point with its wall time (from ``metrics.csv``);
-        a number: at most that many points per key, downsampled by the server (per bucket
-        the last value and the bucket's min and max). NaN and infinities are floats.
-        """
-        wanted = [keys] if isinstance(keys, str) else None if keys is None else list(keys)
-        if max_points is None:
-            return self._all_metrics(run_id, wanted)
-        params: dict[str, Any] = {"max_points": max_points}
-        if wanted is not None:
-            params["keys"] = ",".join(wanted)
-        path = f"{self._run_path(run_id)}/metrics"
-        data = self._json("GET", path, f"metrics of {run_id}", params=params)
-        out = {}
-        for key, raw in data["series"].items():
-            wall = raw.get("wall_time")
-            out[key] = Series(
-                step=np.asarray(raw["step"], dtype=np.int64),
-                value=_floats(raw["value"]),
-                min=_floats(raw["min"]),
-                max=_floats(raw["max"]),
-                wall_time=None if wall is None else np.asarray(wall, dtype=np.float64),
-            )
-        return out
-
-    def metrics_frame(
-        self,
-        run_id: str,
-        keys: Iterable[str] | str | None = None,
-        max_points: int | None = None,
-    ) -> Any:
-        """``metrics(...)`` as a long-format pandas DataFrame: columns ``key``, ``step``,
-        ``value``, ``min``, ``max``, ``wall_time`` (``df.pivot(index="step",
-        columns="key", values="value")`` makes it wide). Needs pandas."""
-        try:
-            import pandas as pd
-        except ImportError:
-            raise ImportError(
-                "Client.metrics_frame needs pandas (pip install pandas); "
-                "Client.metrics returns the same data as numpy arrays"
-            ) from None
-        frames = []
-        for key, s in self.metrics(run_id, keys, max_points).items():
-            wall = s.wall_time if s.wall_time is not None else np.full(len(s), np.nan)
-            frames.append(
-                pd.DataFrame(
-                    {
-                        "key": key,
-                        "step": s.step,
-                        "value": s.value,
-                        "min": s.min,
-                        "max": s.max,
-                        "wall_time": wall,
-                    }
-                )
-            )
-        columns = ["key", "step", "value", "min", "max", "wall_time"]
-        if not frames:
-            return pd.DataFrame({c: [] for c in columns})
-        return pd.concat(frames, ignore_index=True)[columns]
-
-    def _all_metrics(self, run_id: str, keys: list[str] | None) -> dict[str, Series]:
-        text = self._request("GET", f"{self._run_path(run_id)}/metrics.csv", f"metrics of {run_id}")
-        columns: dict[str, tuple[list[int], list[float], list[float]]] = {}
-        wanted = None if keys is None else set(keys)
-        for row in csv.DictReader(io.StringIO(text.text)):
-            key = row["key"]
-            if wanted is not None and key not in wanted:
-                continue
-            steps, walls, vals = columns.setdefault(key, ([], [], []))
-            steps.append(int(row["step"]))
-            walls.append(float(row["wall_time"]))
-            vals.append(decode_value(row["value"]))
-        out = {}
-        for key, (steps, walls, vals) in columns.items():
-            value = np.asarray(vals, dtype=np.float64)
-            out[key] = Series(
-                step=np.asarray(steps, dtype=np.int64),
-                value=value,
-                min=value.copy(),
-                max=value.copy(),
-                wall_time=np.asarray(walls, dtype=np.float64),
-            )
-        return out
-
-    # -- files ----------------------------------------------------------------------------
-
-    def checkpoints(self, run_id: str) -> list[Checkpoint]:
-        path = f"{self._run_path(run_id)}/checkpoints"
-        data = self._json("GET", path, f"checkpoints of {run_id}")
-        return [Checkpoint.from_json(c) for c in data["items"]]
-
-    def videos(self, run_id: str) -> list[Video]:
-        data = self._json("GET", f"{self._run_path(run_id)}/videos", f"videos of {run_id}")
-        return [Video.from_json(v) for v in data["items"]]
-
-    def download_checkpoint(
-        self, run_id: str, step: int | None = None, dest: str | os.PathLike[str] = "."
-    ) -> Path:
-        """Downloads a checkpoint (the newest when ``step`` is None) and unpacks it as
-        ``dest/step_XXXXXXXXXX/`` (replacing one already there), the folder that
-        ``nnx_ppo.algorithms.checkpointing.load_checkpoint`` reads; returns that path.
-        The archive is checked before anything is unpacked (no links, no path outside
-        its folder)."""
-        if step is None:
-            found = self.checkpoints(run_id)
-            if not found:
-                raise NotFound(404, f"run {run_id} has no checkpoint yet", "checkpoint")
-            step = found[-1].step
-        target_dir = Path(dest)
-        target_dir.mkdir(parents=True, exist_ok=True)
-        with tempfile.TemporaryDirectory(dir=target_dir, prefix=".nnx-ppo-download-") as tmp:
-            archive = Path(tmp) / "checkpoint.tar.gz"
-            path = f"{self._run_path(run_id)}/checkpoints/{int(step)}"
-            self._download(path, archive, f"checkpoint {step} of {run_id}")
-            unpacked = Path(tmp) / "unpacked"
-            name = extract_checkpoint(archive, unpacked)
-            target = target_dir / name
-            if target.exists():
-                os.replace(target, Path(tmp) / "previous")
-            os.replace(unpacked / name, target)
-        return target
-
-    def download_policy(
-        self,
-        run_id: str,
-        step: int | None = None,
-        format: str = "onnx",
-        dest: str | os.PathLike[str] = ".",
-        timeout: float = 300,
-    ) -> Path:
-        """Downloads the deterministic policy of a checkpoint (the newest when ``step`` is
-        None) as a program that runs without nnx-ppo: ``format`` ``"onnx"`` or
-        ``"stablehlo"`` (see ``nnx_ppo.policy.exporting``). Written to the file ``dest``, or
-        into the folder ``dest`` as ``{run_id}-step_XXXXXXXXXX.{onnx|stablehlo}``; returns
-        its path. The service exports it on the first request (seconds; ``timeout``)."""
-        if step is None:
-            found = self.checkpoints(run_id)
-            if not found:
-                raise NotFound(404, f"run {run_id} has no checkpoint yet", "checkpoint")
-            step = found[-1].step
-        dest_path = Path(dest)
-        name = f"{run_id}-step_{int(step):010d}.{format}" if dest_path.is_dir() else ""
-        dest_path.parent.mkdir(parents=True, exist_ok=True)
-        path = f"{self._run_path(run_id)}/checkpoints/{int(step)}/policy?format={format}"
-        what = f"policy of checkpoint {step} of {run_id}"
-        return self._download(path, dest_path, what, name, timeout=timeout)
-
-    def download_video(
-        self, run_id: str, video_id: int, dest: str | os.PathLike[str] = "."
-    ) -> Path:
-        """Downloads a video's MP4 into the folder ``dest`` (or to the file ``dest`` when it
-        ends in ``.mp4``); returns its path."""
-        dest_path = Path(dest)
-        path = f"{self._run_path(run_id)}/videos/{int(video_id)}"
-        if dest_path.suffix.lower() == ".mp4":
-            dest_path.parent.mkdir(parents=True, exist_ok=True)
-            return self._download(path, dest_path, f"video {video_id} of {run_id}")
-        dest_path.mkdir(parents=True, exist_ok=True)
-        return self._download(
-            path, dest_path, f"video {video_id} of {run_id}", f"{run_id}-video-{video_id}.mp4"
-        )
-
-    def export_tensorboard(self, run_id: str, dest: str | os.PathLike[str] = ".") -> Path:
-        """Downloads a TensorBoard event file of the run's scalars into the folder ``dest``
-        (``tensorboard --logdir DEST`` shows it); returns its path."""
-        run = self.run(run_id)
-        folder = Path(dest)
-        folder.mkdir(parents=True, exist_ok=True)
-        name = f"events.out.tfevents.{int(run.created_at)}.nnx-ppo.{run.id}"
-        path = f"{self._run_path(run.id)}/export?format=tensorboard"
-        return self._download(path, folder, f"export of {run_id}", name)
-
-    def logs(self, run_id: str, tail: int | None = None) -> str:
-        """The run process's output (its last ``tail`` lines)."""
-        params = {} if tail is None else {"tail": tail}
-        path = f"{self._run_path(run_id)}/logs"
-        return self._request("GET", path, f"logs of {run_id}", params=params).text
-
     # -- the service ----------------------------------------------------------------------
 
     def envs(self) -> list[Env]:
@@ -472,84 +276,6 @@ class Client(RecordingMethods):
 
     def health(self) -> Health:
         return Health.from_json(self._json("GET", "/api/health", "health"))
-
-    # -- HTTP -----------------------------------------------------------------------------
-
-    @staticmethod
-    def _sweep_path(sweep_id: str) -> str:
-        if not re.fullmatch(r"[0-9A-Za-z_-]{1,64}", str(sweep_id)):
-            raise NotFound(404, f"sweep {sweep_id!r} not found")
-        return f"/api/sweeps/{sweep_id}"
-
-    @staticmethod
-    def _run_path(run_id: str) -> str:
-        if not re.fullmatch(r"[0-9A-Za-z_-]{1,64}", str(run_id)):
-            raise NotFound(404, f"run {run_id!r} not found")
-        return f"/api/runs/{run_id}"
-
-    def _json(self, method: str, path: str, what: str, **kwargs: Any) -> Any:
-        return self._request(method, path, what, **kwargs).json()
-
-    def _request(self, method: str, path: str, what: str, **kwargs: Any) -> httpx.Response:
-        try:
-            response = self._http.request(method, path, **kwargs)
-        except httpx.TransportError as error:
-            raise self._unreachable(error) from None
-        if response.status_code >= 400:
-            raise api_error(response.status_code, _detail(response), what)
-        return response
-
-    def _download(
-        self,
-        path: str,
-        dest: Path,
-        what: str,
-        default_name: str = "",
-        timeout: float | None = None,
-    ) -> Path:
-        """Streams ``path`` to the file ``dest`` (or into the folder ``dest`` under
-        ``default_name``) through a temporary file: nothing half-written is left.
-        ``timeout``: this request's, if not the client's."""
-        options: dict[str, Any] = {} if timeout is None else {"timeout": timeout}
-        try:
-            with self._http.stream("GET", path, **options) as response:
-                if response.status_code >= 400:
-                    response.read()
-                    raise api_error(response.status_code, _detail(response), what)
-                target = dest / default_name if default_name else dest
-                fd, tmp = tempfile.mkstemp(dir=target.parent, prefix=".", suffix=".part")
-                try:
-                    with os.fdopen(fd, "wb") as out:
-                        for chunk in response.iter_bytes(1 << 20):
-                            out.write(chunk)
-                    os.replace(tmp, target)
-                except BaseException:
-                    Path(tmp).unlink(missing_ok=True)
-                    raise
-        except httpx.TransportError as error:
-            raise self._unreachable(error) from None
-        return target
-
-    def _unreachable(self, error: httpx.TransportError) -> ServiceUnavailable:
-        reason = re.sub(r"^\[Errno -?\d+\]\s*", "", str(error)) or type(error).__name__
-        if isinstance(error, httpx.TimeoutException):
-            reason = "timed out"
-        return ServiceUnavailable(
-            f"cannot reach the nnx-ppo service at {self.url} ({reason}); is `nnx-ppo serve` "
-            "running? (set the URL with --url or NNX_PPO_URL)"
-        )
-
-
-def _floats(values: list[Any]) -> np.ndarray:
-    return np.asarray([decode_value(v) for v in values], dtype=np.float64)
-
-
-def _detail(response: httpx.Response) -> Any:
-    try:
-        body = response.json()
-    except ValueError:
-        return response.text.strip() or response.reason_phrase
-    return body.get("detail", body) if isinstance(body, dict) else body
 
 
 def _ws_detail(error: Any) -> Any:

@@ -13,6 +13,8 @@ from typing import Any
 
 import numpy as np
 
+from nnx_ppo.client.http import HttpBase
+
 RECORDING_TERMINAL = ("succeeded", "failed", "cancelled")
 
 
@@ -74,18 +76,8 @@ def _float_or_none(value: Any) -> float | None:
     return None if value is None else float(value)
 
 
-class RecordingMethods:
-    """``Client``'s recording methods; the HTTP helpers below are ``Client``'s."""
-
-    def _json(self, method: str, path: str, what: str, **kwargs: Any) -> Any:
-        raise NotImplementedError
-
-    def _download(self, path: str, dest: Path, what: str, default_name: str = "") -> Path:
-        raise NotImplementedError
-
-    @staticmethod
-    def _run_path(run_id: str) -> str:
-        raise NotImplementedError
+class RecordingMethods(HttpBase):
+    """A run's activation recordings (a part of ``Client``)."""
 
     def recordings(self, run_id: str) -> list[Recording]:
         """The run's recordings, oldest first."""

@@ -8,10 +8,11 @@ from fastapi import APIRouter, HTTPException, Query
 from fastapi.responses import FileResponse, PlainTextResponse
 from starlette.concurrency import run_in_threadpool
 
+from server.api import policy_export
 from server.api.deps import RunDep, ServicesDep, run_dir
 from server.api.runs import NOT_FOUND
 from server.schemas import CheckpointList, CheckpointPublic, ErrorPublic, VideoList, VideoPublic
-from server.store import artifacts, policy_export
+from server.store import artifacts
 from server.store.run_store import video_public
 
 router = APIRouter(prefix="/runs", tags=["artifacts"])

@@ -35,7 +35,7 @@ def export_run(
     services: ServicesDep,
     format: Annotated[Literal["tensorboard"], Query(description="The export's format")],
 ) -> FileResponse:
-    engine = services.store.sessions.kw["bind"]
+    engine = services.store.engine
     directory = Path(tempfile.mkdtemp(prefix=f"export-{run.id}-"))
     try:
         path = write_event_file(engine, run.id, directory)

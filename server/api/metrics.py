@@ -10,13 +10,19 @@ from typing import Annotated
 from fastapi import APIRouter, Query
 from fastapi.exceptions import RequestValidationError
 from fastapi.responses import StreamingResponse
-from sqlalchemy import text
 
 from server import values
 from server.api.deps import RunDep, ServicesDep
 from server.api.runs import NOT_FOUND
 from server.schemas import MetricsPublic, PhasePublic, SeriesPublic
-from server.store.metrics_query import last_seq, metric_keys, phase_at, read_series, snapshot
+from server.store.metrics_query import (
+    all_points,
+    last_seq,
+    metric_keys,
+    phase_at,
+    read_series,
+    snapshot,
+)
 
 router = APIRouter(prefix="/runs", tags=["metrics"])
 MAX_KEYS = 256
@@ -33,7 +39,7 @@ def get_metrics(
     after_step: Annotated[int, Query(ge=-1, le=2**62)] = -1,
     max_points: Annotated[int, Query(ge=1, le=100_000)] = 1000,
 ) -> MetricsPublic:
-    engine = services.store.sessions.kw["bind"]
+    engine = services.store.engine
     asked = None if keys is None else list(dict.fromkeys(keys.split(",")))  # once each
     if asked is not None and len(asked) > MAX_KEYS:
         raise RequestValidationError(
@@ -62,26 +68,18 @@ def get_metrics(
 
 @router.get("/{run_id}/metrics.csv", response_class=StreamingResponse, responses=NOT_FOUND)
 def metrics_csv(run: RunDep, services: ServicesDep) -> StreamingResponse:
-    engine = services.store.sessions.kw["bind"]
+    engine = services.store.engine
 
     def rows() -> Iterator[str]:
         buffer = io.StringIO()
         writer = csv.writer(buffer)
         writer.writerow(["step", "wall_time", "key", "value"])
-        with engine.connect() as conn:
-            result = conn.execute(
-                text(
-                    "SELECT step, wall_time, key, value FROM metrics WHERE run_id = :r "
-                    "ORDER BY step, key"
-                ),
-                {"r": run.id},
-            )
-            for step, wall_time, key, value in result:
-                writer.writerow([step, repr(wall_time), key, values.encode(value)])
-                if buffer.tell() > 65536:
-                    yield buffer.getvalue()
-                    buffer.seek(0)
-                    buffer.truncate()
+        for step, wall_time, key, value in all_points(engine, run.id):
+            writer.writerow([step, repr(wall_time), key, values.encode(value)])
+            if buffer.tell() > 65536:
+                yield buffer.getvalue()
+                buffer.seek(0)
+                buffer.truncate()
         yield buffer.getvalue()
 
     return StreamingResponse(

@@ -4,21 +4,26 @@ at a time: a downsampled slice, a 2-D projection)."""
 
 from __future__ import annotations
 
-import threading
-from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Annotated, Any
 
-from fastapi import APIRouter, Depends, HTTPException, Query, Request
+from fastapi import APIRouter, HTTPException, Query
 from fastapi.exceptions import RequestValidationError
 from fastapi.responses import FileResponse
 from starlette.concurrency import run_in_threadpool
-from starlette.requests import HTTPConnection
 
-from server.api.deps import RunDep, Services, ServicesDep, run_dir
+from server.api.deps import (
+    RecordingDep,
+    RecordingServices,
+    RecordingServicesDep,
+    RunDep,
+    Services,
+    ServicesDep,
+    run_dir,
+)
 from server.recording import storage
-from server.recording.runner import RecordingRunner
-from server.recording.schemas import (
+from server.schemas import (
+    ErrorPublic,
     RecordingCreate,
     RecordingDetail,
     RecordingList,
@@ -26,7 +31,6 @@ from server.recording.schemas import (
     RecordingPublic,
     RecordingSlice,
 )
-from server.schemas import ErrorPublic
 from server.spec.checker import CheckerUnavailable
 from server.store.artifacts import Checkpoint, find_checkpoint
 from server.store.models import RecordingRow, RunRow
@@ -34,7 +38,6 @@ from server.store.recording_status import RecordingStatus, RecordingTransitionEr
 from server.store.recording_store import (
     RecordingNotFound,
     RecordingRequest,
-    RecordingStore,
     recording_public,
 )
 
@@ -45,36 +48,6 @@ RESPONSES: dict[int | str, dict[str, Any]] = {
     422: {"model": ErrorPublic, "description": "A bad field, named"},
 }
 MAX_POINTS = 4096
-
-
-@dataclass
-class RecordingServices:
-    store: RecordingStore
-    runner: RecordingRunner
-    shapes: dict[tuple[str, int, float], dict[str, Any]] = field(default_factory=dict)
-    """The checker's answer per checkpoint (run, step, modification time)."""
-    lock: threading.Lock = field(default_factory=threading.Lock)
-
-
-def get_recording_services(connection: HTTPConnection) -> RecordingServices:
-    services: RecordingServices = connection.app.state.recordings
-    return services
-
-
-RecordingServicesDep = Annotated[RecordingServices, Depends(get_recording_services)]
-
-
-def get_recording(request: Request, run: RunDep, recording_id: int) -> RecordingRow:
-    recordings = get_recording_services(request)
-    try:
-        if not 0 <= recording_id < 2**62:
-            raise RecordingNotFound(run.id, recording_id)
-        return recordings.store.get(run.id, recording_id)
-    except RecordingNotFound as error:
-        raise HTTPException(404, str(error)) from None
-
-
-RecordingDep = Annotated[RecordingRow, Depends(get_recording)]
 
 
 def _invalid(loc: tuple[Any, ...], msg: str) -> RequestValidationError:

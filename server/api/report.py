@@ -19,13 +19,12 @@ import tempfile
 from pathlib import Path
 from typing import Annotated, Any
 
-from fastapi import APIRouter, Depends, Header, HTTPException, Request
+from fastapi import APIRouter, Header, HTTPException, Request
 from fastapi.responses import FileResponse
 from pydantic import BaseModel, Field
 from starlette.concurrency import run_in_threadpool
 
-from server.api.deps import RUN_ID, Services, ServicesDep, lookup_run
-from server.security import request_token
+from server.api.deps import RUN_ID, ReportingRun, Services, ServicesDep, Token, lookup_run
 from server.store import artifacts, run_reports
 from server.store.models import RunRow
 from server.store.run_reports import REPORT_KINDS, ReportItem, TokenRefused
@@ -42,26 +41,6 @@ class BatchIn(BaseModel):
 
 class HeartbeatIn(BaseModel):
     node: str | None = Field(default=None, max_length=200)
-
-
-def _token(request: Request) -> str:
-    headers = {k.decode("latin-1").lower(): v.decode("latin-1") for k, v in request.headers.raw}
-    token = request_token(request.scope, headers)
-    if token is None:
-        raise HTTPException(401, "missing run token", headers={"WWW-Authenticate": "Bearer"})
-    return token
-
-
-def authorized_run(request: Request, run_id: str) -> RunRow:
-    services: Services = request.app.state.services
-    run = lookup_run(services, run_id)
-    if not run_reports.token_valid(run, _token(request)):
-        raise HTTPException(401, "not this run's current run token")
-    return run
-
-
-ReportingRun = Annotated[RunRow, Depends(authorized_run)]
-Token = Annotated[str, Depends(_token)]
 
 
 @router.post("/batch")

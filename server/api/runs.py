@@ -11,12 +11,10 @@ from fastapi.routing import APIRoute
 from pydantic import ValidationError
 from starlette.concurrency import run_in_threadpool
 
-from server.api.deps import RUN_ID, RunDep, Services, ServicesDep, get_services, run_dir
+from server.api.deps import RunDep, Services, ServicesDep, get_services, run_dir
 from server.api.envs import worker_variant
 from server.schemas import (
-    CheckpointRef,
     ErrorPublic,
-    NetworkSpec,
     PresetRef,
     RunCreate,
     RunList,
@@ -25,11 +23,11 @@ from server.schemas import (
 )
 from server.spec import preset_fill
 from server.spec.checker import CheckerUnavailable
-from server.spec.resources import resource_errors
+from server.spec.run_checks import RunSpecInvalid, check_run_spec, problem
 from server.store.artifacts import find_checkpoint
 from server.store.models import RunRow
 from server.store.run_status import RunStatus, TransitionError
-from server.store.run_store import RunFilter, RunNotFound
+from server.store.run_store import RunFilter
 from server.user_text import PlainText
 
 
@@ -67,47 +65,9 @@ def run_public(run: RunRow) -> RunPublic:
     return RunPublic.model_validate(run, from_attributes=True)
 
 
-def _invalid(loc: tuple[Any, ...], msg: str) -> RequestValidationError:
-    return RequestValidationError([_problem(loc, msg)])
-
-
-def _problem(loc: tuple[Any, ...], msg: str) -> dict[str, Any]:
-    return {"loc": ["body", *loc], "msg": msg, "type": "value_error"}
-
-
-def _referenced_run(
-    services: Services, ref: CheckpointRef, field: str, errors: list[dict[str, Any]]
-) -> RunRow | None:
-    """The run a ``teacher``/``resume_from`` names, which must have that checkpoint (None,
-    with the problem in ``errors``, when it does not)."""
-    try:
-        if not RUN_ID.fullmatch(ref.run_id):
-            raise RunNotFound(ref.run_id)
-        source = services.store.get(ref.run_id)
-    except RunNotFound:
-        errors.append(_problem((field, "run_id"), f"no run {ref.run_id!r}"))
-        return None
-    if source.external and not _trainable(source.spec):
-        errors.append(
-            _problem(
-                (field, "run_id"),
-                f"run {source.id} is a tracked run whose config is not a run spec (kind, env, "
-                "network, config): the service cannot rebuild its networks",
-            )
-        )
-        return None
-    if find_checkpoint(run_dir(services, source), ref.step) is None:
-        what = "no checkpoint" if ref.step is None else f"no checkpoint at step {ref.step}"
-        loc = (field, "step" if ref.step is not None else "run_id")
-        errors.append(_problem(loc, f"run {ref.run_id} has {what}"))
-        return None
-    return source
-
-
-def _trainable(spec: dict[str, Any]) -> bool:
-    """Whether a tracked run's stored config is a run spec the service can build from."""
-    env, network = spec.get("env"), spec.get("network")
-    return isinstance(env, dict) and isinstance(env.get("name"), str) and isinstance(network, dict)
+def invalid(loc: tuple[Any, ...], msg: str) -> RequestValidationError:
+    """A 422 with one problem, on ``body.<loc>``."""
+    return RequestValidationError([problem(loc, msg)])
 
 
 def with_preset(services: Services, spec: RunCreate) -> RunCreate:
@@ -127,7 +87,7 @@ def _preset_filled(services: Services, spec: RunCreate) -> RunCreate:
         return spec
     variant = choice.variant if isinstance(choice, PresetRef) else None
     if isinstance(choice, PresetRef) and choice.name not in (None, spec.env.name):
-        raise _invalid(
+        raise invalid(
             ("preset", "name"), f"must be {spec.env.name!r} (the env's own preset) or left out"
         )
     try:
@@ -141,64 +101,21 @@ def _preset_filled(services: Services, spec: RunCreate) -> RunCreate:
         return RunCreate.model_validate(filled)
     except ValidationError as error:  # a preset value this schema refuses
         raise RequestValidationError(
-            [_problem(tuple(e["loc"]), f"{e['msg']} (from the preset)") for e in error.errors()]
+            [problem(tuple(e["loc"]), f"{e['msg']} (from the preset)") for e in error.errors()]
         ) from None
 
 
-def _validate(services: Services, spec: RunCreate) -> int:
-    """Everything about ``spec`` that a schema cannot see, every problem at once (one 422
-    entry per problem, each on its field); returns its total steps."""
-    errors: list[dict[str, Any]] = []
-    teacher_network = None
-    resume_checkpoint: str | None = None
-    resume_at: tuple[str, int] | None = None  # (run, step) of the checkpoint resumed
-    if spec.teacher is not None:
-        teacher = _referenced_run(services, spec.teacher, "teacher", errors)
-        if teacher is not None and teacher.kind != "ppo":
-            errors.append(_problem(("teacher", "run_id"), "a teacher must be a PPO run"))
-        elif teacher is not None:
-            teacher_network = NetworkSpec(**teacher.spec["network"]).factory_fields()
-    if spec.resume_from is not None:
-        source = _referenced_run(services, spec.resume_from, "resume_from", errors)
-        if source is not None and source.kind != spec.kind:
-            errors.append(
-                _problem(
-                    ("resume_from", "run_id"),
-                    f"run {source.id} is a {source.kind} run, this one {spec.kind}",
-                )
-            )
-        elif source is not None and source.spec["env"]["name"] != spec.env.name:
-            errors.append(
-                _problem(
-                    ("env", "name"),
-                    f"must be {source.spec['env']['name']!r}, the env of run {source.id}",
-                )
-            )
-        elif source is not None:
-            found = find_checkpoint(run_dir(services, source), spec.resume_from.step)
-            resume_checkpoint = str(found.path) if found is not None else None
-            resume_at = (source.id, found.step) if found is not None else None
-    errors += resource_errors(spec.resources, spec.config, services.store.workers())
+def validate(services: Services, spec: RunCreate) -> int:
+    """``check_run_spec`` answered as the API answers it: a 422 with every problem (each on
+    its field), or a 503 when the checker cannot answer; returns the spec's total steps."""
     try:
-        found_errors, total = services.checker.check(
-            spec.stored(), teacher_network, resume_checkpoint
+        return check_run_spec(
+            spec, store=services.store, checker=services.checker, settings=services.settings
         )
+    except RunSpecInvalid as error:
+        raise RequestValidationError(error.errors) from None
     except CheckerUnavailable as error:
         raise HTTPException(503, str(error)) from None
-    errors += [e for e in found_errors if e not in errors]
-    if resume_at is not None and 0 < total <= resume_at[1]:  # 0: the config is refused
-        section = "distillation" if spec.kind == "distillation" else "ppo"
-        errors.append(
-            {
-                "loc": ["body", "config", section, "total_steps"],
-                "msg": f"must exceed {resume_at[1]}, the step of the checkpoint of resume_from "
-                f"(run {resume_at[0]}): the run trains on from there to total_steps",
-                "type": "value_error",
-            }
-        )
-    if errors:
-        raise RequestValidationError(errors)
-    return total
 
 
 # Fields without which the rest of a spec cannot be judged: the schema must accept them.
@@ -216,7 +133,7 @@ def problems_beside_schema(
         return []
     try:
         spec = RunCreate.model_validate({k: v for k, v in body.items() if k not in refused})
-        _validate(services, with_preset(services, spec))
+        validate(services, with_preset(services, spec))
     except (ValidationError, HTTPException):  # e.g. a distillation spec without its teacher
         return []
     except RequestValidationError as error:
@@ -241,7 +158,7 @@ def _start_step(services: Services, spec: RunCreate) -> int:
 )
 def submit_run(spec: RunCreate, services: ServicesDep) -> RunPublic:
     spec = with_preset(services, spec)
-    total_steps = _validate(services, spec)
+    total_steps = validate(services, spec)
     run = services.store.create(
         spec.stored(),
         kind=spec.kind,
@@ -288,7 +205,7 @@ def get_run(run: RunDep) -> RunPublic:
 @router.patch("/{run_id}", response_model=RunPublic, responses=NOT_FOUND)
 def update_run(run: RunDep, update: RunUpdate, services: ServicesDep) -> RunPublic:
     if update.tags is not None and any(not 0 < len(t) <= 64 for t in update.tags):
-        raise _invalid(("tags",), "tags must be 1 to 64 characters long")
+        raise invalid(("tags",), "tags must be 1 to 64 characters long")
     updated = services.store.update_meta(
         run.id, name=update.name, tags=update.tags, notes=update.notes
     )

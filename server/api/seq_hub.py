@@ -34,8 +34,6 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from fastapi import WebSocket, WebSocketDisconnect
-from sqlalchemy import select
-from sqlalchemy.orm import InstrumentedAttribute, Session, sessionmaker
 from starlette.concurrency import run_in_threadpool
 
 from server.api.shared_reads import SharedReads
@@ -64,21 +62,6 @@ Latest = Callable[[list[str]], Mapping[str, int]]
 """The newest seq of each of these keys that exists (one query)."""
 EventsAfter = Callable[[str, int, int], list[Event]]
 """``(key, after_seq, limit)``: the key's events with seq > after_seq, oldest first."""
-
-
-def column_seqs(
-    sessions: sessionmaker[Session],
-    key: InstrumentedAttribute[str],
-    seq: InstrumentedAttribute[int],
-) -> Latest:
-    """``latest`` for streams whose newest seq is a column of their row (a run's or a
-    sweep's ``last_seq``): one query for every key."""
-
-    def latest(keys: list[str]) -> dict[str, int]:
-        with sessions() as session:
-            return dict(session.execute(select(key, seq).where(key.in_(keys))).tuples().all())
-
-    return latest
 
 
 def encode_events(events: list[Event]) -> list[Encoded]:

@@ -5,7 +5,8 @@ from __future__ import annotations
 
 import functools
 
-from server.api.seq_hub import SeqHub, column_seqs
+from server.api.seq_hub import SeqHub
+from server.store.last_seqs import column_seqs
 from server.store.models import RunRow
 from server.store.run_store import RunStore
 

@@ -2,80 +2,42 @@
 delete, and the sweep's events on a websocket.
 
 A sweep's trials are ordinary runs (``GET /api/runs?sweep_id=...``); the sweep driver
-(``server.worker.sweeper``) queues them.
+(``server.api.sweep_driver``) queues them.
 """
 
 from __future__ import annotations
 
 import json
-import re
-from dataclasses import dataclass
 from typing import Annotated, Any
 
-from fastapi import APIRouter, Depends, HTTPException, Query, Request, Response, WebSocket
+from fastapi import APIRouter, HTTPException, Query, Response, WebSocket
 from fastapi.exceptions import RequestValidationError
 from pydantic import BaseModel, Field, ValidationError
 from starlette.concurrency import run_in_threadpool
-from starlette.requests import HTTPConnection
 
 from server.api import runs as runs_api
-from server.api.deps import ServicesDep
-from server.api.seq_hub import SeqHub, column_seqs, follow
+from server.api.deps import (
+    SWEEP_ID,
+    ServicesDep,
+    SweepDep,
+    SweepServicesDep,
+    get_sweep_services,
+)
+from server.api.seq_hub import follow
+from server.api.sweep_driver import objective_of
 from server.schemas import ErrorPublic, RunCreate
 from server.spec.checker import CheckerUnavailable
+from server.spec.run_checks import problem
 from server.spec.sweep_space import MAX_CHECKS, PathError, SweepCreate, variants, with_values
 from server.store.models import RunRow, SweepRow
 from server.store.run_status import RunStatus
-from server.store.sweep_store import FINISHED, SweepActive, SweepFilter, SweepNotFound, SweepStore
+from server.store.sweep_store import FINISHED, SweepActive, SweepFilter, SweepNotFound
 from server.user_text import PlainText
-from server.worker.sweeper import SweepDriver, objective_of
 
 router = APIRouter(prefix="/sweeps", tags=["sweeps"])
-SWEEP_ID = re.compile(r"s[0-9a-f]{11}")
 NOT_FOUND: dict[int | str, dict[str, Any]] = {
     404: {"model": ErrorPublic, "description": "Unknown sweep"}
 }
-POLL_S = 0.25
-
-
-class SweepHub(SeqHub):
-    """The hub of the sweeps' event streams: a ``SeqHub`` keyed by sweep id, whose poller
-    reads the ``last_seq`` of every followed sweep in one query."""
-
-    def __init__(self, store: SweepStore):
-        latest = column_seqs(store.sessions, SweepRow.id, SweepRow.last_seq)
-        super().__init__("sweep-hub", latest=latest, events_after=store.events_after, poll_s=POLL_S)
-
-
-@dataclass
-class SweepServices:
-    store: SweepStore
-    driver: SweepDriver
-    hub: SweepHub
-
-
-def get_sweep_services(connection: HTTPConnection) -> SweepServices:
-    services: SweepServices = connection.app.state.sweeps
-    return services
-
-
-SweepServicesDep = Annotated[SweepServices, Depends(get_sweep_services)]
-
-
-def lookup_sweep(services: SweepServices, sweep_id: str) -> SweepRow:
-    try:
-        if not SWEEP_ID.fullmatch(sweep_id):
-            raise SweepNotFound(sweep_id)
-        return services.store.get(sweep_id)
-    except SweepNotFound:
-        raise HTTPException(404, f"sweep {sweep_id!r} not found") from None
-
-
-def get_sweep(request: Request, sweep_id: str) -> SweepRow:
-    return lookup_sweep(get_sweep_services(request), sweep_id)
-
-
-SweepDep = Annotated[SweepRow, Depends(get_sweep)]
 
 
 # -- bodies -------------------------------------------------------------------------------
@@ -181,14 +143,6 @@ def sweep_public(sweep: SweepRow, runs: list[RunRow], *, detail: bool = False) -
 # -- checks -------------------------------------------------------------------------------
 
 
-def _problem(loc: tuple[Any, ...], msg: str) -> dict[str, Any]:
-    return {"loc": ["body", *loc], "msg": msg, "type": "value_error"}
-
-
-def _invalid(loc: tuple[Any, ...], msg: str) -> RequestValidationError:
-    return RequestValidationError([_problem(loc, msg)])
-
-
 def _short(value: Any) -> str:
     text = json.dumps(value)
     return text if len(text) <= 80 else text[:77] + "..."
@@ -200,19 +154,19 @@ def _check(services: ServicesDep, request: SweepCreate) -> tuple[SweepCreate, in
     or ``space.<path>``); returns the request with that base spec, and its steps."""
     try:
         request = request.model_copy(update={"spec": runs_api.with_preset(services, request.spec)})
-        base_total = runs_api._validate(services, request.spec)
+        base_total = runs_api.validate(services, request.spec)
     except RequestValidationError as error:
         raise RequestValidationError(
             [{**e, "loc": ["body", "spec", *list(e["loc"])[1:]]} for e in error.errors()]
         ) from None
     _check_objective(services, request)
     if request.method == "grid" and request.trials() > request.grid_size():
-        raise _invalid(
+        raise runs_api.invalid(
             ("max_trials",), f"the grid has {request.grid_size()} points: at most that many"
         )
     checks = variants(request)
     if len(checks) > MAX_CHECKS:
-        raise _invalid(
+        raise runs_api.invalid(
             ("space",),
             f"the space has {len(checks)} values to check (each bound and each choice); "
             f"at most {MAX_CHECKS}",
@@ -230,15 +184,15 @@ def _check(services: ServicesDep, request: SweepCreate) -> tuple[SweepCreate, in
         )
         try:
             spec = RunCreate.model_validate(with_values(stored, values))
-            runs_api._validate(services, spec)
+            runs_api.validate(services, spec)
         except PathError as error:
-            problems.append(_problem(loc, str(error)))
+            problems.append(problem(loc, str(error)))
         except (ValidationError, RequestValidationError) as error:
             found = "; ".join(
                 f"{'.'.join(str(p) for p in e['loc'] if p != 'body')}: {e['msg']}"
                 for e in error.errors()
             )
-            problems.append(_problem(loc, f"{what} gives an invalid run spec: {found}"))
+            problems.append(problem(loc, f"{what} gives an invalid run spec: {found}"))
     named = [p for p in problems if len(p["loc"]) > 2]
     if problems:  # each path whose values fail (a combination only when none alone does)
         raise RequestValidationError(named or problems)
@@ -257,7 +211,7 @@ def _check_objective(services: ServicesDep, request: SweepCreate) -> None:
     except CheckerUnavailable as error:
         raise HTTPException(503, str(error)) from None
     if known is not None and metric not in known:
-        raise _invalid(
+        raise runs_api.invalid(
             ("objective", "metric"),
             f"the trials' runs will not report {metric!r}; they report: {', '.join(known)}",
         )

@@ -21,6 +21,7 @@ from pathlib import Path
 from typing import Any
 
 from server import child_processes
+from server.spec.checkpoint_network import activation_units, load_env, load_network, recordable
 
 DEFAULT_RENDER = {"height": 240, "width": 320}
 
@@ -48,9 +49,7 @@ class JobRequest:
 
 def main(conn: Connection, request: JobRequest) -> None:
     """Entry point of the child (see the module doc)."""
-    from server.worker.run_process import die_with_parent
-
-    die_with_parent()
+    child_processes.die_with_parent()
     child_processes.ignore_sigint()
     if request.jax_platforms:
         os.environ["JAX_PLATFORMS"] = request.jax_platforms
@@ -64,31 +63,6 @@ def main(conn: Connection, request: JobRequest) -> None:
         conn.send(("error", f"{type(error).__name__}: {error}"))
     finally:
         conn.close()
-
-
-def load_env(spec: dict[str, Any]) -> Any:
-    from nnx_ppo import envs
-
-    return envs.load(spec["env"]["name"], spec["env"].get("overrides") or {})
-
-
-def load_network(checkpoint: str, spec: dict[str, Any], env: Any) -> Any:
-    """The checkpoint's network: rebuilt from its recipe, or from the run's spec for a
-    checkpoint that records none; its variables loaded."""
-    from nnx_ppo.algorithms.checkpointing import load_networks, read_network_recipe
-    from nnx_ppo.networks import factories
-    from nnx_ppo.presets import make_networks
-    from server.spec.spec_check import spec_network_fields
-
-    network: Any
-    recipe = read_network_recipe(checkpoint)
-    if recipe is not None:
-        network = factories.rebuild(recipe)
-    else:
-        fields = spec_network_fields(spec, env)
-        network = make_networks(fields, env.observation_size, env.action_size, 0)
-    load_networks(checkpoint, network)
-    return network
 
 
 def chunk_steps(per_step_bytes: int, chunk_bytes: int, length: int) -> int:
@@ -109,12 +83,12 @@ def record(request: JobRequest, progress: Callable[[int], None]) -> dict[str, An
     if request.video and not callable(getattr(env, "render", None)):
         raise ValueError(f"the env {request.spec['env']['name']} cannot be rendered")
     network = load_network(request.checkpoint, request.spec, env)
-    units = rollout.activation_units(env, network)
+    units = activation_units(env, network)
     obs = jax.eval_shape(lambda k: env.reset(k).obs, jax.random.key(0))
     obs_units = sum(math.prod(leaf.shape) for leaf in jax.tree.leaves(obs))
     per_step = request.n_envs * 4 * (sum(units.values()) + obs_units + env.action_size + 4)
     steps = chunk_steps(per_step, request.chunk_bytes, request.episode_length)
-    recorder = rollout.recordable(network)
+    recorder = recordable(network)
     key = jax.random.key(request.seed)
     carry = rollout.initial_carry(env, recorder, request.n_envs, key)
     run = rollout.chunk_function(env, recorder, steps, key, frames=request.video)

@@ -1,5 +1,6 @@
 """The recording rollout, in chunks: ``N`` envs for ``T`` steps of a checkpoint's network
-in eval mode (deterministic actions), made recordable with ``with_recording``.
+in eval mode (deterministic actions), made recordable with ``with_recording``
+(``server.spec.checkpoint_network.recordable``).
 
 It is ``record_activations_rollout``'s rollout (the same env resets for the same key, the
 same steps, the same activations) cut into jitted chunks of ``C`` steps whose carry (env
@@ -9,13 +10,11 @@ folded from the step) and its network state reset with it, as in training: the `
 may hold several episodes per env, and the pre-step ``dones`` marks where each new one
 begins. Up to the first episode end the two rollouts are the same.
 
-Everything here imports JAX: only the recording job's child process (and the spec checker,
-for ``activation_units``) use it.
+Everything here imports JAX: only the recording job's child process uses it.
 """
 
 from __future__ import annotations
 
-import math
 from collections.abc import Callable, Mapping
 from typing import Any, NamedTuple
 
@@ -27,7 +26,7 @@ from flax import nnx
 from nnx_ppo.algorithms.module_scan import scan_with_modules
 from nnx_ppo.algorithms.render_rollout import SlimState, slim_state
 from nnx_ppo.algorithms.rollout import reset_done, tree_where
-from nnx_ppo.networks.recording import activations_from_metrics, with_recording
+from nnx_ppo.networks.recording import activations_from_metrics
 
 
 class RolloutCarry(NamedTuple):
@@ -50,13 +49,6 @@ class ChunkOutput(NamedTuple):
     actions: jax.Array
     rewards: Any
     frames: SlimState | None
-
-
-def recordable(network: Any) -> Any:
-    """An eval-mode, recordable copy of ``network`` (deterministic actions)."""
-    recorder: Any = with_recording(network)
-    recorder.eval()
-    return recorder
 
 
 def initial_carry(env: Any, recorder: Any, n_envs: int, key: jax.Array) -> RolloutCarry:
@@ -116,26 +108,6 @@ def named_leaves(prefix: str, tree: Any) -> dict[str, Any]:
     if isinstance(tree, Mapping):
         return {f"{prefix}/{k}": v for k, v in sorted(tree.items())}
     return {prefix: tree}
-
-
-def activation_shapes(env: Any, network: Any) -> dict[str, tuple[int, ...]]:
-    """Each recorded activation's shape per env (``[units]`` for a layer), traced only."""
-    recorder = recordable(network)
-    graphdef, state = nnx.split(recorder)
-    obs = jax.eval_shape(lambda k: env.reset(k).obs, jax.random.key(0))
-    batched = jax.tree.map(lambda s: jnp.zeros((1, *s.shape), s.dtype), obs)
-
-    def call(module_state: Any, observation: Any) -> dict[str, Any]:
-        m = nnx.merge(graphdef, module_state)
-        return activations_from_metrics(m(m.initialize_state(1), observation).metrics)
-
-    shapes = jax.eval_shape(call, state, batched)
-    return {k: tuple(int(d) for d in v.shape[1:]) for k, v in shapes.items()}
-
-
-def activation_units(env: Any, network: Any) -> dict[str, int]:
-    """Units per recorded population or module path."""
-    return {k: math.prod(shape) for k, shape in activation_shapes(env, network).items()}
 
 
 def host_arrays(output: ChunkOutput) -> dict[str, np.ndarray]:

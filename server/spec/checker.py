@@ -38,6 +38,7 @@ def _child_env() -> None:
 
 def _checker_main(conn: Connection) -> None:
     _child_env()
+    from server.spec.checkpoint_network import recording_shape
     from server.spec.spec_check import check_spec
 
     while True:
@@ -50,7 +51,7 @@ def _checker_main(conn: Connection) -> None:
                 conn.send(("ok", _metric_keys(request["spec"])))
                 continue
             if isinstance(request, dict) and request.get("op") == "recording":
-                conn.send(("ok", _recording_shape(request["spec"], request["checkpoint"])))
+                conn.send(("ok", recording_shape(request["spec"], request["checkpoint"])))
                 continue
             if isinstance(request, dict):  # {"op": "preset", "name", "variant"}
                 conn.send(("ok", _preset_answer(request["name"], request["variant"])))
@@ -65,20 +66,6 @@ def _metric_keys(spec: dict[str, Any]) -> list[str] | None:
     from server.spec.spec_check import metric_keys
 
     return metric_keys(spec)
-
-
-def _recording_shape(spec: dict[str, Any], checkpoint: str) -> dict[str, Any]:
-    """The units per recorded population of a checkpoint's network, and whether its env
-    renders (``{"error": message}`` when the env or the network cannot be built)."""
-    from server.recording.job import load_env, load_network
-    from server.recording.rollout import activation_units
-
-    try:
-        env = load_env(spec)
-        units = activation_units(env, load_network(checkpoint, spec, env))
-    except (ValueError, FileNotFoundError, TypeError, KeyError) as error:
-        return {"error": f"{type(error).__name__}: {error}"}
-    return {"units": units, "renderable": callable(getattr(env, "render", None))}
 
 
 def _preset_answer(name: str, variant: str) -> dict[str, Any]:

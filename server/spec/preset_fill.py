@@ -34,7 +34,7 @@ CADENCES = (("eval", "every_steps"), ("checkpoint_every_steps",))
 """Config paths that follow ``ppo.total_steps`` when only the total is set."""
 _DISTILLATION_EVAL = ("n_envs", "max_episode_length")
 MAX_TOTAL_STEPS = 10**12
-"""``spec_check.MAX_TOTAL_STEPS`` (which imports JAX): a larger total is refused there."""
+"""``spec_config.MAX_TOTAL_STEPS`` (which imports JAX): a larger total is refused there."""
 
 
 def fill(

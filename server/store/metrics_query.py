@@ -225,3 +225,16 @@ def _emit(out: Series, bucket: list[Any]) -> None:
     out.value.append(values.encode(last))
     out.min.append("NaN" if nans else values.encode(low))
     out.max.append("NaN" if nans else values.encode(high))
+
+
+def all_points(engine: Engine, run_id: str) -> Iterator[tuple[int, float, str, float | None]]:
+    """Every stored point of the run as ``(step, wall_time, key, value)``, by step then key,
+    streamed from one connection (``value`` as stored: None for a NaN on SQLite)."""
+    with engine.connect() as conn:
+        yield from conn.execute(
+            text(
+                "SELECT step, wall_time, key, value FROM metrics WHERE run_id = :r "
+                "ORDER BY step, key"
+            ),
+            {"r": run_id},
+        ).tuples()

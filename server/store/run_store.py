@@ -16,6 +16,7 @@ The store returns rows and plain dicts; the API turns them into its response mod
 
 from __future__ import annotations
 
+import re
 import shutil
 import time
 import uuid
@@ -24,7 +25,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
-from sqlalchemy import delete, func, select, text, update
+from sqlalchemy import Engine, delete, func, select, text, update
 from sqlalchemy.orm import Session, sessionmaker
 
 from server.store.db import dialect, transaction
@@ -91,6 +92,10 @@ class RunFilter:
     offset: int = 0
 
 
+RUN_ID = re.compile(r"[0-9a-f]{12}")
+"""The form of a run's id (``new_run_id``)."""
+
+
 def new_run_id() -> str:
     return uuid.uuid4().hex[:12]
 
@@ -106,6 +111,12 @@ class RunStore(RunTransitions, RunEventRecording, ServiceEventReads, WorkerRegis
     def __init__(self, sessions: sessionmaker[Session], runs_dir: Path):
         self.sessions = sessions
         self.runs_dir = runs_dir
+
+    @property
+    def engine(self) -> Engine:
+        """The engine of its sessions (reads of one snapshot, streamed exports)."""
+        engine: Engine = self.sessions.kw["bind"]
+        return engine
 
     def create(
         self,

@@ -4,7 +4,7 @@ and a trial number), in atomic transactions.
 A sweep's status: ``running`` (it keeps trials queued), ``cancelling`` (cancelled while
 trials were still active), then one of ``finished``, ``cancelled``, ``failed``. Each change
 appends a ``status`` event in the same transaction; trial events are appended by the
-sweep driver (``server.worker.sweeper``).
+sweep driver (``server.api.sweep_driver``).
 """
 
 from __future__ import annotations

@@ -9,7 +9,7 @@ import os
 import socket
 import time
 import uuid
-from collections.abc import Sequence
+from collections.abc import Mapping, Sequence
 from typing import Any
 
 from sqlalchemy import select, update
@@ -59,6 +59,12 @@ class WorkerRegistry:
         if cluster is not None:
             values["cluster"] = cluster
         with transaction(self.sessions) as session:
+            session.execute(update(WorkerRow).where(WorkerRow.id == worker_id).values(**values))
+
+    def describe_worker(self, worker_id: str, values: Mapping[str, Any]) -> None:
+        """Sets the worker row's description (its backend, devices or cluster: the columns
+        named in ``values``), as its executor finds them."""
+        with self.sessions() as session, session.begin():
             session.execute(update(WorkerRow).where(WorkerRow.id == worker_id).values(**values))
 
     def stop_worker(self, worker_id: str) -> None:

@@ -22,8 +22,6 @@ from collections.abc import Mapping
 from pathlib import Path
 from typing import Any, Protocol
 
-from sqlalchemy import Engine
-
 from server.settings import Settings
 from server.store import artifacts
 from server.store.db import make_engine, make_sessionmaker
@@ -158,10 +156,16 @@ class QueuedReporter:
         raise NotImplementedError
 
 
+class OwnedEngine(Protocol):
+    """What ``RunReporter`` needs of the engine it opened: to dispose of it when closed."""
+
+    def dispose(self) -> None: ...
+
+
 class RunReporter(QueuedReporter):
     """The local path: reports go straight to the database; files are already in place."""
 
-    def __init__(self, store: RunStore, engine: Engine | None, run_id: str):
+    def __init__(self, store: RunStore, engine: OwnedEngine | None, run_id: str):
         super().__init__(run_id)
         self.store = store
         self.engine = engine

@@ -16,17 +16,14 @@ its parent.
 from __future__ import annotations
 
 import contextlib
-import ctypes
 import os
-import signal
 import sys
-import threading
-import time
 import traceback
 from multiprocessing.connection import Connection
 from pathlib import Path
 from typing import TYPE_CHECKING
 
+from server import child_processes
 from server.settings import Settings
 from server.store import artifacts
 from server.worker.devices import Placement
@@ -36,29 +33,6 @@ from server.worker.stop_signal import StopSignal
 
 if TYPE_CHECKING:
     from server.worker.http_reporter import RemoteAccess
-
-PR_SET_PDEATHSIG = 1
-
-
-def die_with_parent() -> None:
-    """Asks Linux to SIGKILL this process when its parent exits; a watchdog thread covers
-    the gap before the call and other systems."""
-    parent = os.getppid()
-    try:
-        libc = ctypes.CDLL("libc.so.6", use_errno=True)
-        libc.prctl(PR_SET_PDEATHSIG, signal.SIGKILL)
-    except (OSError, AttributeError):
-        pass
-    if os.getppid() != parent:
-        os._exit(1)
-
-    def watch() -> None:
-        while True:
-            if os.getppid() != parent:
-                os._exit(1)
-            time.sleep(1.0)
-
-    threading.Thread(target=watch, daemon=True, name="parent-watchdog").start()
 
 
 def redirect_output(log_path: Path) -> None:
@@ -93,7 +67,7 @@ def main(
 ) -> None:
     """Entry point of the child process (see the module doc). ``placement.env`` pins it
     to its devices; it is applied before JAX is imported."""
-    die_with_parent()
+    child_processes.die_with_parent()
     stop = StopSignal()
     os.environ.update(placement.env)
     os.environ.setdefault("MUJOCO_GL", "egl")

@@ -19,14 +19,11 @@ import time
 from dataclasses import dataclass
 from typing import Any, Literal, assert_never
 
-from sqlalchemy import update
-
+from server import child_processes
 from server.settings import Settings
 from server.store.db import make_engine, make_sessionmaker, migrate
-from server.store.models import WorkerRow
 from server.store.run_status import TransitionError
 from server.store.run_store import RunNotFound, RunStore
-from server.worker import run_process
 from server.worker.executor import (
     Ended,
     Executor,
@@ -157,10 +154,7 @@ class Supervisor:
         values = self.executor.describe()
         if not values:
             return
-        with self.store.sessions() as session, session.begin():
-            session.execute(
-                update(WorkerRow).where(WorkerRow.id == self.worker_id).values(**values)
-            )
+        self.store.describe_worker(self.worker_id, values)
 
     def _start_claimed(self) -> None:
         while (free := self.executor.free_slots()) > 0:
@@ -224,7 +218,7 @@ def make_executor(settings: Settings, store: RunStore) -> Executor:
 def main(settings_json: str | None = None, *, die_with_parent: bool = False) -> None:
     """Entry point of the supervisor (``nnx-ppo worker``, or a child of ``nnx-ppo serve``)."""
     if die_with_parent:
-        run_process.die_with_parent()
+        child_processes.die_with_parent()
     logging.basicConfig(level=logging.INFO, format="%(asctime)s %(name)s %(message)s")
     settings = Settings.model_validate_json(settings_json) if settings_json else Settings()
     settings.ensure_dirs()

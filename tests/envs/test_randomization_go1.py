@@ -129,7 +129,7 @@ def test_go1_trains_with_randomization_and_resumes_on_its_variants(tmp_path, req
 
     ~400 s with a cold compilation cache on 2 cores: ``make test-envs`` runs it
     (``--every-env``); ``make test`` has the same story through the service
-    (tests/server/test_go1_randomized_run.py)."""
+    (tests/server/api/test_go1_randomized_run.py)."""
     if not request.config.getoption("--every-env"):
         pytest.skip("long: make test-envs (--every-env) runs it")
     preset = tiny(GO1)

@@ -1,7 +1,7 @@
 """Access from outside, on every endpoint of the OpenAPI document (plus the websocket):
 no token, a wrong token (header, query, cookie, a prefix of the right one, the right one on
 a non-GET query) is 401; a DNS-rebinding Host is 400 and a foreign Origin 403 on every
-method, DELETE included, even with the right token. Extends ``tests/server/test_access.py``
+method, DELETE included, even with the right token. Extends ``tests/server/api/test_access.py``
 (which checks a fixed list) to whatever the app serves."""
 
 from __future__ import annotations

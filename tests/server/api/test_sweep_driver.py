@@ -12,13 +12,13 @@ from typing import Any
 import pytest
 from sqlalchemy import Engine, func, select
 
+from server.api.sweep_driver import SweepDriver
 from server.spec.sweep_space import SweepCreate
 from server.store.db import make_engine, make_sessionmaker
 from server.store.models import RunRow, SweepJournalRow
 from server.store.run_status import TERMINAL, RunStatus
 from server.store.run_store import RunStore
 from server.store.sweep_store import SweepStore
-from server.worker.sweeper import SweepDriver
 from tests.service_harness import tiny_ppo_spec
 
 STEPS = (100, 200, 300, 400)

@@ -1,4 +1,5 @@
-"""The recordings API's request and response models."""
+"""A run's activation recordings: the request, a recording and its list, and the
+dashboard's reads of one (a slice, a 2-D projection)."""
 
 from __future__ import annotations
 

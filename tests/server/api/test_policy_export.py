@@ -1,4 +1,4 @@
-"""``server.store.policy_export``: a checkpoint's policy exported in a spawned child (the API
+"""``server.api.policy_export``: a checkpoint's policy exported in a spawned child (the API
 process never imports JAX), for a checkpoint written before networks recorded their recipe
 too (rebuilt from the run's spec), with the child's error or a timeout reported."""
 
@@ -13,8 +13,8 @@ import jax
 import numpy as np
 import pytest
 
+from server.api.policy_export import PolicyExportFailed, policy_file
 from server.store import artifacts
-from server.store.policy_export import PolicyExportFailed, policy_file
 from tests.service_harness import tiny_ppo_spec
 
 
@@ -77,7 +77,7 @@ def test_the_childs_answer_names_a_missing_export_extra(tmp_path, monkeypatch):
     # for this outcome, 500 for any other failure).
     import multiprocessing as mp
 
-    from server.store import policy_export
+    from server.api import policy_export
 
     spec = tiny_ppo_spec()
     checkpoint = _old_checkpoint(tmp_path, spec)
