@@ -193,8 +193,10 @@ def report(reads: list[dict[str, float]], paint: float | None, synth_s: float, a
         ]
     lines += [
         "",
-        "The heatmap paints when its slice is in; the PCA (a 512 x 512 `eigh` on the server) "
-        "only adds the projection and the PC1 order, later.",
+        "The heatmap paints when its slice is in (one byte per value, base64); the PCA (a "
+        "512 x 512 `eigh` on the server, on one BLAS thread, kept in the recording's "
+        "`cache/` after the first read: the cold row computes it) only adds the projection "
+        "and the PC1 order, later.",
     ]
     target = max(reads[0]["heatmap_s"], paint or 0.0)
     verdict = "under" if target < 2 else "OVER"

@@ -1,6 +1,7 @@
 import { describe, expect, it } from "vitest";
 
-import { colourAt, heatmapPixels, scaled } from "../src/recordings/colour";
+import { decodeBase64, LEVELS, NON_FINITE, sliceLevels } from "../src/recordings/codes";
+import { colourAt, heatmapPixels } from "../src/recordings/colour";
 import { Cursor, frameAt, pointOfStep, stepAtX, timeOfFrame, xOfStep } from "../src/recordings/cursor";
 import { peakPoints, unitOrder } from "../src/recordings/ordering";
 
@@ -45,17 +46,6 @@ describe("the order of a heatmap's units", () => {
 });
 
 describe("the colour scale", () => {
-  it("scales a value to its population's range, clamped", () => {
-    // (3 - 1) / (5 - 1) = 0.5
-    expect(scaled(3, 1, 5)).toBe(0.5);
-    expect(scaled(-1, 1, 5)).toBe(0);
-    expect(scaled(9, 1, 5)).toBe(1);
-  });
-  it("puts a flat population in the middle and a non-finite value nowhere", () => {
-    expect(scaled(2, 2, 2)).toBe(0.5);
-    expect(scaled(NaN, 0, 1)).toBeNaN();
-    expect(scaled(Infinity, 0, 1)).toBeNaN();
-  });
   it("runs from dark to bright, through the stops", () => {
     expect(colourAt(0)).toEqual([68, 1, 84]);
     expect(colourAt(1)).toEqual([253, 231, 37]);
@@ -65,19 +55,37 @@ describe("the colour scale", () => {
     expect(colourAt(0.125)).toEqual([64, 42, 112]);
     expect(colourAt(NaN)).toEqual([128, 128, 128]);
   });
-  it("fills the heatmap's pixels row by row", () => {
-    const pixels = heatmapPixels(
-      [
-        [0, 1],
-        [1, NaN],
-      ],
-      0,
-      1,
-    );
+  it("fills the heatmap's pixels row by row, a level per colour", () => {
+    const pixels = heatmapPixels([
+      [0, LEVELS],
+      [LEVELS / 2, NaN],
+    ]);
     expect(pixels.length).toBe(2 * 2 * 4);
     expect(Array.from(pixels.slice(0, 4))).toEqual([68, 1, 84, 255]);
     expect(Array.from(pixels.slice(4, 8))).toEqual([253, 231, 37, 255]);
+    // Level 127 of 254 is halfway: the middle stop.
+    expect(Array.from(pixels.slice(8, 12))).toEqual([33, 145, 140, 255]);
     expect(Array.from(pixels.slice(12, 16))).toEqual([128, 128, 128, 255]);
+  });
+  it("paints a flat population in the middle of the map", () => {
+    expect(Array.from(heatmapPixels([[0]], true))).toEqual([33, 145, 140, 255]);
+  });
+});
+
+describe("a slice's one-byte codes", () => {
+  it("decodes base64", () => {
+    // "AP8K" is the bytes 0x00 0xff 0x0a.
+    expect(Array.from(decodeBase64("AP8K"))).toEqual([0, 255, 10]);
+  });
+  it("reads [units][points] row by row, a non-finite code as NaN", () => {
+    // 2 units x 3 points: bytes 0 1 2 | 254 255 7, base64 "AAEC/v8H".
+    const rows = sliceLevels({ codes: "AAEC/v8H", units: 2, points: 3 });
+    expect(rows.map((r) => Array.from(r))).toEqual([
+      [0, 1, 2],
+      [LEVELS, NaN, 7],
+    ]);
+    expect(NON_FINITE).toBe(255);
+    expect(() => sliceLevels({ codes: "AAEC", units: 2, points: 3 })).toThrow(/2 × 3/);
   });
 });
 

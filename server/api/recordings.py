@@ -21,7 +21,7 @@ from server.api.deps import (
     ServicesDep,
     run_dir,
 )
-from server.recording import storage
+from server.recording import reads, storage
 from server.schemas import (
     ErrorPublic,
     RecordingCreate,
@@ -264,7 +264,7 @@ async def get_recording_slice(
         raise _invalid(
             ("query", "t1"), f"must be above t0 ({t0}) and at most {manifest['episode_length']}"
         )
-    read = await _read(storage.time_slice, directory, manifest, key, env, t0, end, max_points)
+    read = await _read(reads.time_slice, directory, manifest, key, env, t0, end, max_points)
     return RecordingSlice(key=key, env=env, t0=t0, t1=end, **read)
 
 
@@ -282,5 +282,5 @@ async def get_recording_pca(
 ) -> RecordingPca:
     directory, manifest = _stored(services, recording)
     _checked_read(manifest, key, env)
-    read = await _read(storage.pca, directory, manifest, key, env, max_points)
+    read = await _read(reads.pca, directory, manifest, key, env, max_points)
     return RecordingPca(key=key, env=env, **read)

@@ -1,4 +1,5 @@
-"""A recording's files, and the reads the API serves from them (NumPy only, no JAX).
+"""A recording's files: writing them, opening them, the download (NumPy only, no JAX).
+The dashboard's reads of them (a slice, a projection) are ``reads``'.
 
 A stored recording is a folder ``recordings/<id>/`` of its run's directory:
 
@@ -10,7 +11,9 @@ A stored recording is a folder ``recordings/<id>/`` of its run's directory:
   at the step before), ``obs`` (``obs/<key>`` for a dict observation), ``actions`` and
   ``rewards`` (``rewards/<stream>`` for a dict reward) of the same steps;
 - ``video.mp4`` (when asked for): env 0, one frame per step, frame ``t`` the state that
-  step ``t`` acted on.
+  step ``t`` acted on;
+- ``cache/`` (made by the reads, later): what ``reads`` computed once and keeps (a
+  recording never changes once published).
 
 The job writes into a hidden staging folder (``.staging-*``) and the runner renames it into
 place once complete, so a listed recording is never partial. The arrays are written chunk
@@ -190,109 +193,3 @@ def npz_file(directory: Path) -> Path:
     finally:
         Path(tmp).unlink(missing_ok=True)
     return target
-
-
-def _buckets(t0: int, t1: int, max_points: int) -> tuple[int, int]:
-    """``(stride, points)``: steps ``t0 .. t1`` in ``points`` buckets of ``stride`` steps
-    (the last may be shorter)."""
-    stride = max(1, math.ceil((t1 - t0) / max_points))
-    return stride, math.ceil((t1 - t0) / stride)
-
-
-def time_slice(
-    directory: Path,
-    manifest: Mapping[str, Any],
-    name: str,
-    env: int,
-    t0: int,
-    t1: int,
-    max_points: int,
-) -> dict[str, Any]:
-    """One env's activations of one population over steps ``[t0, t1)``, at most
-    ``max_points`` time points: each the mean of ``stride`` consecutive steps; ``dones``
-    of a point is whether any of its steps starts a new episode.
-
-    Returns:
-        ``{"stride", "steps": [first step of each point], "values": [units][points],
-        "dones": [points], "min", "max"}``.
-    """
-    array = open_array(directory, manifest, name)
-    dones = open_array(directory, manifest, "dones")
-    stride, points = _buckets(t0, t1, max_points)
-    units = int(math.prod(array.shape[2:]))
-    values = np.empty((points, units), np.float32)
-    marks = np.zeros(points, bool)
-    block = max(1, (1 << 20) // max(1, units * stride)) * stride  # ~4 MiB of steps at a time
-    for start in range(t0, t1, block):
-        end = min(t1, start + block)
-        part = np.asarray(array[start:end, env], np.float32).reshape(end - start, units)
-        flags = np.asarray(dones[start:end, env], bool)
-        first = (start - t0) // stride
-        for i, s in enumerate(range(0, end - start, stride)):
-            values[first + i] = part[s : s + stride].mean(axis=0)
-            marks[first + i] = bool(flags[s : s + stride].any())
-    finite = values[np.isfinite(values)]
-    return {
-        "stride": stride,
-        "steps": list(range(t0, t1, stride)),
-        "values": values.T.tolist(),
-        "dones": marks.tolist(),
-        "min": float(finite.min()) if finite.size else 0.0,
-        "max": float(finite.max()) if finite.size else 0.0,
-    }
-
-
-def pca(
-    directory: Path, manifest: Mapping[str, Any], name: str, env: int, max_points: int
-) -> dict[str, Any]:
-    """The first two principal components of one env's activations of one population over
-    the whole recording (the covariance of units accumulated over blocks of steps), and the
-    trajectory projected onto them (at most ``max_points`` points, each the mean of
-    ``stride`` steps).
-
-    Returns:
-        ``{"stride", "steps", "points": [[pc1, pc2] per point], "explained_variance":
-        [2 ratios], "loadings": [[units] for pc1, pc2]}`` (a component that the data lacks,
-        e.g. a second one of a single unit, is zeros).
-    """
-    array = open_array(directory, manifest, name)
-    length = array.shape[0]
-    units = int(math.prod(array.shape[2:]))
-    block = max(1, (1 << 20) // max(1, units))
-
-    def rows(start: int) -> np.ndarray:
-        end = min(length, start + block)
-        return np.asarray(array[start:end, env], np.float64).reshape(end - start, units)
-
-    total = np.zeros(units)
-    for start in range(0, length, block):
-        total += rows(start).sum(axis=0)
-    mean = total / length
-    scatter = np.zeros((units, units))
-    for start in range(0, length, block):
-        centred = rows(start) - mean
-        scatter += centred.T @ centred
-    scatter = np.nan_to_num(scatter)
-    eigenvalues, eigenvectors = np.linalg.eigh(scatter)
-    order = np.argsort(eigenvalues)[::-1][:2]
-    components = np.zeros((2, units))
-    components[: len(order)] = eigenvectors[:, order].T
-    for c in components:  # a sign convention: the largest loading is positive
-        if c.size and c[np.argmax(np.abs(c))] < 0:
-            c *= -1
-    variance = np.clip(eigenvalues, 0, None)
-    explained = np.zeros(2)
-    if variance.sum() > 0:
-        explained[: len(order)] = variance[order] / variance.sum()
-    stride, points = _buckets(0, length, max_points)
-    projected = np.empty((points, 2))
-    for i, s in enumerate(range(0, length, stride)):
-        part = np.asarray(array[s : s + stride, env], np.float64).reshape(-1, units)
-        projected[i] = (part.mean(axis=0) - mean) @ components.T
-    return {
-        "stride": stride,
-        "steps": list(range(0, length, stride)),
-        "points": np.nan_to_num(projected).tolist(),
-        "explained_variance": explained.tolist(),
-        "loadings": components.tolist(),
-    }

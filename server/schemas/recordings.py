@@ -67,7 +67,8 @@ class RecordingList(BaseModel):
 
 
 class RecordingSlice(BaseModel):
-    """One env's activations of one population over a range of steps, downsampled."""
+    """One env's activations of one population over a range of steps, downsampled to
+    `points` means of `stride` steps and quantized to one byte per value over [min, max]."""
 
     key: str
     env: int
@@ -75,10 +76,16 @@ class RecordingSlice(BaseModel):
     t1: int
     stride: int = Field(description="Steps per point (each point is their mean).")
     steps: list[int] = Field(description="The first step of each point.")
-    values: list[list[float]] = Field(description="[units][points].")
+    units: int = Field(description="Rows of `codes`.")
+    points: int = Field(description="Columns of `codes` (as many as `steps`).")
+    codes: str = Field(
+        description="Base64 of `units` x `points` bytes, [units][points] row by row: byte "
+        "c <= 254 is the value min + c * (max - min) / 254 (each point's mean, rounded to "
+        "the nearest such level), 255 a NaN or infinite one."
+    )
     dones: list[bool] = Field(description="Per point: one of its steps starts a new episode.")
-    min: float
-    max: float
+    min: float = Field(description="The lowest finite point (code 0).")
+    max: float = Field(description="The highest finite point (code 254).")
 
 
 class RecordingPca(BaseModel):

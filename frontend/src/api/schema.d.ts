@@ -1142,9 +1142,15 @@ export interface components {
         };
         /**
          * RecordingSlice
-         * @description One env's activations of one population over a range of steps, downsampled.
+         * @description One env's activations of one population over a range of steps, downsampled to
+         *     `points` means of `stride` steps and quantized to one byte per value over [min, max].
          */
         RecordingSlice: {
+            /**
+             * Codes
+             * @description Base64 of `units` x `points` bytes, [units][points] row by row: byte c <= 254 is the value min + c * (max - min) / 254 (each point's mean, rounded to the nearest such level), 255 a NaN or infinite one.
+             */
+            codes: string;
             /**
              * Dones
              * @description Per point: one of its steps starts a new episode.
@@ -1154,10 +1160,21 @@ export interface components {
             env: number;
             /** Key */
             key: string;
-            /** Max */
+            /**
+             * Max
+             * @description The highest finite point (code 254).
+             */
             max: number;
-            /** Min */
+            /**
+             * Min
+             * @description The lowest finite point (code 0).
+             */
             min: number;
+            /**
+             * Points
+             * @description Columns of `codes` (as many as `steps`).
+             */
+            points: number;
             /**
              * Steps
              * @description The first step of each point.
@@ -1173,10 +1190,10 @@ export interface components {
             /** T1 */
             t1: number;
             /**
-             * Values
-             * @description [units][points].
+             * Units
+             * @description Rows of `codes`.
              */
-            values: number[][];
+            units: number;
         };
         /**
          * ResourcesSpec

@@ -1,5 +1,7 @@
-/** Colours of the recordings' drawings: a value scaled to its population's range, and the
- * time colour of a projection's points. Pure. */
+/** Colours of the recordings' drawings: a heatmap's levels (a value's place in its
+ * population's range, `codes.ts`) and the time colour of a projection's points. Pure. */
+
+import { LEVELS } from "./codes";
 
 type Rgb = readonly [number, number, number];
 
@@ -11,14 +13,6 @@ const STOPS: readonly Rgb[] = [
   [94, 201, 98],
   [253, 231, 37],
 ];
-
-/** `value` on `[min, max]` as 0..1 (clamped); 0.5 for a flat range; NaN for a non-finite
- * value. */
-export function scaled(value: number, min: number, max: number): number {
-  if (!Number.isFinite(value)) return NaN;
-  if (!(max > min)) return 0.5;
-  return Math.min(1, Math.max(0, (value - min) / (max - min)));
-}
 
 /** The map's colour at `f` in 0..1 (linear between stops); grey for NaN. */
 export function colourAt(f: number): Rgb {
@@ -37,22 +31,34 @@ export function css([r, g, b]: Rgb): string {
   return `rgb(${r}, ${g}, ${b})`;
 }
 
-/** The RGBA pixels of a heatmap, `rows` (in drawing order, each `[points]`) top to bottom,
- * scaled to `[min, max]`. */
+/** A colour per level, `0 .. LEVELS` on the map, and grey for NaN; a `flat` population
+ * (min = max) is all the map's middle. */
+function levelPalette(flat: boolean): Uint8Array {
+  const palette = new Uint8Array((LEVELS + 2) * 3);
+  for (let level = 0; level <= LEVELS + 1; level++) {
+    const f = level > LEVELS ? NaN : flat ? 0.5 : level / LEVELS;
+    palette.set(colourAt(f), level * 3);
+  }
+  return palette;
+}
+
+/** The RGBA pixels of a heatmap, `rows` (in drawing order, each `[points]` of levels,
+ * `codes.ts`'s `sliceLevels`) top to bottom. */
 export function heatmapPixels(
-  rows: readonly (readonly number[])[],
-  min: number,
-  max: number,
+  rows: readonly ArrayLike<number>[],
+  flat = false,
 ): Uint8ClampedArray<ArrayBuffer> {
   const width = rows[0]?.length ?? 0;
+  const palette = levelPalette(flat);
   const pixels = new Uint8ClampedArray(new ArrayBuffer(rows.length * width * 4));
   rows.forEach((row, y) => {
     for (let x = 0; x < width; x++) {
-      const [r, g, b] = colourAt(scaled(row[x] as number, min, max));
+      const level = row[x] as number;
+      const p = (Number.isNaN(level) ? LEVELS + 1 : Math.min(LEVELS, Math.max(0, Math.round(level)))) * 3;
       const o = (y * width + x) * 4;
-      pixels[o] = r;
-      pixels[o + 1] = g;
-      pixels[o + 2] = b;
+      pixels[o] = palette[p] as number;
+      pixels[o + 1] = palette[p + 1] as number;
+      pixels[o + 2] = palette[p + 2] as number;
       pixels[o + 3] = 255;
     }
   });

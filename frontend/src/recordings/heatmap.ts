@@ -4,6 +4,7 @@
 
 import type { RecordingSlice } from "../api/types";
 import { h } from "../dom";
+import { sliceLevels } from "./codes";
 import { heatmapPixels } from "./colour";
 import { stepAtX, xOfStep, type Cursor } from "./cursor";
 import { unitOrder, type UnitOrder } from "./ordering";
@@ -20,6 +21,8 @@ export class Heatmap {
   readonly element: HTMLElement;
   private readonly canvas: HTMLCanvasElement;
   private readonly image = document.createElement("canvas");
+  /** `[units][points]` levels, 0 (the slice's min) to 254 (its max); NaN: not finite. */
+  private readonly levels: Float32Array[];
   private readonly stop: () => void;
   private readonly resize: ResizeObserver;
   private dragging = false;
@@ -30,7 +33,8 @@ export class Heatmap {
     order: UnitOrder,
     pc1: readonly number[] | null,
   ) {
-    const units = slice.values.length;
+    this.levels = sliceLevels(slice);
+    const units = slice.units;
     this.canvas = h("canvas", {
       class: "rec-heatmap",
       tabindex: 0,
@@ -66,13 +70,13 @@ export class Heatmap {
 
   /** Re-sorts the rows (`pc1`: the units' loadings on the first component). */
   setOrder(order: UnitOrder, pc1: readonly number[] | null): void {
-    const { values, min, max } = this.slice;
-    const rows = unitOrder(order, values, pc1).map((unit) => values[unit] as number[]);
+    const { levels } = this;
+    const rows = unitOrder(order, levels, pc1).map((unit) => levels[unit] as Float32Array);
     const width = rows[0]?.length ?? 0;
     this.image.width = Math.max(1, width);
     this.image.height = Math.max(1, rows.length);
     if (width && rows.length) {
-      const pixels = heatmapPixels(rows, min, max);
+      const pixels = heatmapPixels(rows, !(this.slice.max > this.slice.min));
       this.image.getContext("2d")?.putImageData(new ImageData(pixels, width, rows.length), 0, 0);
     }
     this.canvas.dataset.order = order;

@@ -12,16 +12,17 @@ export const ORDER_LABELS: Record<UnitOrder, string> = {
 
 /** Per unit (`values` is `[units][points]`): the point of its largest finite value (the
  * first one on a tie), or Infinity for a unit with no finite value. */
-export function peakPoints(values: readonly (readonly number[])[]): number[] {
+export function peakPoints(values: readonly ArrayLike<number>[]): number[] {
   return values.map((row) => {
     let best = Infinity;
     let at = Infinity;
-    row.forEach((v, i) => {
+    for (let i = 0; i < row.length; i++) {
+      const v = row[i] as number;
       if (Number.isFinite(v) && (at === Infinity || v > best)) {
         best = v;
         at = i;
       }
-    });
+    }
     return at;
   });
 }
@@ -38,7 +39,7 @@ function sortedBy(keys: readonly number[]): number[] {
  * every unit it falls back to the index order. */
 export function unitOrder(
   mode: UnitOrder,
-  values: readonly (readonly number[])[],
+  values: readonly ArrayLike<number>[],
   pc1?: readonly number[] | null,
 ): number[] {
   const units = values.length;

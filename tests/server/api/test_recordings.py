@@ -8,6 +8,7 @@ and leaves nothing listed; a running job is cancelled."""
 
 from __future__ import annotations
 
+import base64
 import os
 import signal
 import time
@@ -18,6 +19,7 @@ from typing import Any
 import numpy as np
 import pytest
 
+from server.recording import reads
 from tests.service_harness import TOKEN, Service, refused_locs
 
 NETWORK = {"kind": "lstm", "lstm_size": 8, "actor_hidden_sizes": [8], "critic_hidden_sizes": [8]}
@@ -172,10 +174,14 @@ def test_the_list_the_reads_and_the_stream(service: Service, run_id: str) -> Non
         f"{base}/{done['id']}/slice", params={"key": key, "env": 1, "t1": 20, "max_points": 8}
     ).json()
     assert sliced["stride"] == 3 and sliced["steps"] == [0, 3, 6, 9, 12, 15, 18]
-    assert len(sliced["values"]) == 8 and len(sliced["values"][0]) == 7
-    # The point of steps 3..5 is their mean; the last point holds steps 18 and 19.
-    np.testing.assert_allclose(sliced["values"][2][1], h[3:6, 1, 2].mean(), rtol=1e-5)
-    np.testing.assert_allclose(sliced["values"][2][6], h[18:20, 1, 2].mean(), rtol=1e-5)
+    assert (sliced["units"], sliced["points"]) == (8, 7)
+    codes = np.frombuffer(base64.b64decode(sliced["codes"]), np.uint8).reshape(8, 7)
+    values = reads.dequantize(codes, sliced["min"], sliced["max"])
+    # The point of steps 3..5 is their mean; the last point holds steps 18 and 19; each
+    # within half of one of the 254 levels between the slice's min and max.
+    half_level = (sliced["max"] - sliced["min"]) / (2 * reads.LEVELS) * 1.001
+    np.testing.assert_allclose(values[2][1], h[3:6, 1, 2].mean(), atol=half_level)
+    np.testing.assert_allclose(values[2][6], h[18:20, 1, 2].mean(), atol=half_level)
     assert sliced["dones"][2] == bool(np.load(path)["dones"][6:9, 1].any())
 
     pca = service.client.get(f"{base}/{done['id']}/pca", params={"key": key, "env": 0}).json()

@@ -1,7 +1,7 @@
 """``server.recording.storage`` and ``video_stream`` without a service or JAX: a recording
-written chunk by chunk reads back whole (memory-mapped arrays, the ``.npz`` download), the
-slice's means and episode marks worked out by hand, a name clash with the extra arrays,
-and a video streamed in batches has one frame per step."""
+written chunk by chunk reads back whole (memory-mapped arrays, the ``.npz`` download), a
+name clash with the extra arrays, and a video streamed in batches has one frame per step.
+The dashboard's reads of it are ``test_recording_reads.py``'s."""
 
 from __future__ import annotations
 
@@ -47,16 +47,6 @@ def test_chunks_read_back_whole_and_as_an_npz(tmp_path: Path) -> None:
     with np.load(storage.npz_file(directory), allow_pickle=False) as data:
         assert sorted(data.files) == ["dones", "obs", "pop"]
         np.testing.assert_array_equal(data["pop"], full["pop"])
-
-
-def test_a_slice_averages_buckets_of_steps_and_marks_episode_starts(tmp_path: Path) -> None:
-    full, manifest = _write(tmp_path)
-    read = storage.time_slice(tmp_path, manifest, "pop", 1, 1, 10, 4)
-    # 9 steps in at most 4 points: stride ceil(9 / 4) = 3, points at steps 1, 4, 7.
-    assert read["stride"] == 3 and read["steps"] == [1, 4, 7]
-    np.testing.assert_allclose(read["values"][2][1], full["pop"][4:7, 1, 2].mean(), rtol=1e-6)
-    assert read["dones"] == [False, True, False]  # the reset before step 4
-    assert read["min"] == pytest.approx(min(min(row) for row in read["values"]))
 
 
 def test_an_activation_named_like_an_extra_array_is_prefixed() -> None:
