@@ -35,7 +35,7 @@ test: setup
 
 # Every available env (all 54 of Playground's with the menagerie extra): two tiny PPO iterations
 # from its preset, a checkpoint, restore, train on, checkpoint again, a frame (long: not in
-# `make test`, which runs a Go1/T1/Panda subset: tests/envs/test_menagerie_envs.py).
+# `make test`, which runs a Spot/H1/Aloha subset: tests/envs/test_menagerie_envs.py).
 # `python -m bench.env_table` writes the same check as a table (bench/results/envs.md).
 test-envs: setup
 	$(PY) -m pytest -q tests/envs/test_every_env.py tests/envs/test_randomization_go1.py --every-env

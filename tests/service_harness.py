@@ -19,6 +19,8 @@ from typing import Any
 
 import httpx
 
+from nnx_ppo.client.client import SUBMIT_TIMEOUT_S
+
 ROOT = Path(__file__).resolve().parents[1]
 TOKEN = "test-token-0123456789"
 JAX_CACHE = os.environ.get("NNX_PPO_JAX_CACHE", str(ROOT / ".cache" / "jax"))
@@ -207,7 +209,8 @@ class Service:
     # -- API helpers --------------------------------------------------------------------
 
     def submit(self, spec: dict[str, Any]) -> dict[str, Any]:
-        response = self.client.post("/api/runs", json=spec)
+        # The first check of a Playground env loads it: as long as the client waits.
+        response = self.client.post("/api/runs", json=spec, timeout=SUBMIT_TIMEOUT_S)
         assert response.status_code == 201, response.text
         return response.json()
 

@@ -33,6 +33,9 @@ from nnx_ppo.client.types import (
 DEFAULT_URL = "http://127.0.0.1:8000"
 DEFAULT_DATA_DIR = "nnx_ppo_data"
 TOKEN_FILE = "api_token"
+SUBMIT_TIMEOUT_S = 150.0
+"""How long a submission may take: the service checks the spec first, and the first check of
+a MuJoCo Playground env loads it (the service's checker gives up after 120 s)."""
 """The file in the data directory where ``nnx-ppo serve`` writes its token (mode 0600)."""
 
 
@@ -94,7 +97,9 @@ class Client(MetricReads, Downloads, RecordingMethods):
     def submit(self, spec: Mapping[str, Any]) -> Run:
         """Queues a run (a run spec, see DESIGN.md); a bad spec is an ``ApiError`` 422
         whose ``field_errors`` name the fields."""
-        return Run.from_json(self._json("POST", "/api/runs", "submit", json=dict(spec)))
+        return Run.from_json(
+            self._json("POST", "/api/runs", "submit", json=dict(spec), timeout=SUBMIT_TIMEOUT_S)
+        )
 
     def runs(
         self,
@@ -231,7 +236,10 @@ class Client(MetricReads, Downloads, RecordingMethods):
         """Starts a sweep (``{"spec", "space", "method", "max_trials", "parallel",
         "objective", "pruner", ...}``, see the README); an invalid one is an ``ApiError``
         422 whose ``field_errors`` name the field or the space's path."""
-        return Sweep.from_json(self._json("POST", "/api/sweeps", "submit sweep", json=dict(sweep)))
+        answer = self._json(
+            "POST", "/api/sweeps", "submit sweep", json=dict(sweep), timeout=SUBMIT_TIMEOUT_S
+        )
+        return Sweep.from_json(answer)
 
     def sweeps(self, status: str | None = None, limit: int = 50, offset: int = 0) -> SweepList:
         """Sweeps, newest first."""

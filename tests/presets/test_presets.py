@@ -144,7 +144,9 @@ def test_every_registry_env_has_a_valid_preset_in_both_variants():
 
 
 def test_presets_mapping_serves_every_name_and_keeps_the_tuned_cartpole():
-    assert set(PRESETS) == set(catalogue.env_names()) and len(PRESETS) == 58
+    # Every built-in env and each of Playground's 54, once.
+    assert set(PRESETS) == set(catalogue.env_names())
+    assert len(PRESETS) == len(catalogue.BUILTIN_ENV_NAMES) + 54
     assert PRESETS["CartpoleBalance"] is TUNED["CartpoleBalance"]
     assert PRESETS["CartpoleBalance"].config.ppo.n_envs == 512
     assert PRESETS.get("NoSuchEnv") is None

@@ -167,7 +167,14 @@ export function presetOrigin(spec: Record<string, unknown>): { note: string; fil
   };
 }
 
+// The spec each config panel shows: a run's spec never changes, so a refresh of the run
+// (its status, its progress) leaves the panel as it is (its open details, its drawing).
+const shownSpecs = new WeakMap<HTMLElement, string>();
+
 export function renderConfig(box: HTMLElement, run: Run): void {
+  const shown = JSON.stringify(run.spec);
+  if (shownSpecs.get(box) === shown) return;
+  shownSpecs.set(box, shown);
   const spec = run.spec as Record<string, unknown>;
   const origin = presetOrigin(spec);
   const rows = [...flatten({ ...spec, preset: undefined })].filter(([key]) => key !== "preset");
