@@ -14,8 +14,8 @@ import jax
 import jax.numpy as jnp
 from flax import nnx, struct
 
-from nnx_ppo.algorithms.registry import Kind as Kind
-from nnx_ppo.algorithms.registry import algorithm_for
+from nnx_ppo.algorithms.algorithm_layout import Kind as Kind
+from nnx_ppo.algorithms.algorithm_layout import layout_for
 from nnx_ppo.algorithms.types import DistillationState, TrainingState
 
 State = TrainingState | DistillationState
@@ -50,12 +50,12 @@ class LoopCarry:
 
 
 def _modules(state: State) -> tuple[nnx.Module, nnx.Optimizer]:
-    return getattr(state, algorithm_for(state).network_field), state.optimizer
+    return getattr(state, layout_for(state).network_field), state.optimizer
 
 
 def carry_of(state: State, module_state: Any) -> LoopCarry:
     """The carry of ``state`` whose modules' ``nnx.State`` is ``module_state``."""
-    algorithm = algorithm_for(state)
+    algorithm = layout_for(state)
     teacher = algorithm.teacher_states_field
     return LoopCarry(
         module_state,
@@ -78,7 +78,7 @@ def split_state(state: State) -> tuple[Any, LoopCarry]:
 def merge_state(graphdef: Any, carry: LoopCarry) -> State:
     """The public state (with new module objects) of a carry."""
     network, optimizer = nnx.merge(graphdef, carry.modules)
-    algorithm = algorithm_for(carry.kind)
+    algorithm = layout_for(carry.kind)
     fields = {
         algorithm.network_field: network,
         algorithm.network_states_field: carry.network_states,
@@ -111,7 +111,7 @@ def adopt(initial: State, final: State) -> State:
     trained values (their buffers were never donated)."""
     nnx.update(_modules(initial), nnx.state(_modules(final)))
     network, optimizer = _modules(initial)
-    return final.replace(**{algorithm_for(final).network_field: network}, optimizer=optimizer)
+    return final.replace(**{layout_for(final).network_field: network}, optimizer=optimizer)
 
 
 def check_n_envs(env_states: Any, n_envs: int, field: str) -> None:

@@ -12,7 +12,7 @@ from typing import Any
 from flax import nnx
 
 from nnx_ppo.algorithms.checkpointing import load_networks
-from nnx_ppo.presets import make_networks
+from nnx_ppo.networks.from_spec import make_networks
 
 _STEP_DIR = re.compile(r"step_(\d{10})")
 
@@ -33,8 +33,8 @@ def load_teacher(
     Args:
         checkpoint_path: A checkpoint directory (``.../step_0000500000``), or a run's
             checkpoint directory holding ``step_*`` subdirectories (the newest is loaded).
-        network_spec: The network the checkpoint was trained with, as
-            ``presets.make_networks`` takes it: ``{"kind": "mlp" | "lstm", **factory
+        network_spec: The network the checkpoint was trained with, as ``make_networks``
+            (``nnx_ppo.networks.from_spec``) takes it: ``{"kind": "mlp" | "lstm", **factory
             fields}``.
         obs_size: The env's ``observation_size``.
         action_size: The env's ``action_size``.

@@ -12,6 +12,7 @@ import jax
 from flax import nnx
 
 from nnx_ppo.algorithms.action_heads import action_shape, check_action_structure
+from nnx_ppo.algorithms.algorithm_layout import layout_for
 from nnx_ppo.algorithms.carry import check_n_envs
 from nnx_ppo.algorithms.config import DistillationTrainConfig, TrainConfig, TrainResult, VideoData
 from nnx_ppo.algorithms.host_loop import MAX_ITERATIONS_PER_CALL as MAX_ITERATIONS_PER_CALL
@@ -27,7 +28,6 @@ from nnx_ppo.algorithms.host_loop import (
 )
 from nnx_ppo.algorithms.matmul_precision import explicit_matmul_precision
 from nnx_ppo.algorithms.program_cache import ProgramCache
-from nnx_ppo.algorithms.registry import algorithm_for
 from nnx_ppo.algorithms.sharding import check_devices
 from nnx_ppo.algorithms.step import new_training_state, ppo_iteration
 from nnx_ppo.algorithms.streams import check_streams
@@ -64,7 +64,7 @@ def resolve_config(
     if not isinstance(config, kind):
         raise ValueError(f"config must be a {kind.__name__}, got {type(config).__name__}")
     if total_steps is not None:
-        section = algorithm_for(kind).section
+        section = layout_for(kind).section
         inner = dataclasses.replace(getattr(config, section), total_steps=total_steps)
         config = dataclasses.replace(config, **{section: inner})
     if seed is not None:
@@ -74,7 +74,7 @@ def resolve_config(
 
 def schedule_of(config: TrainConfig | DistillationTrainConfig) -> Schedule:
     """The host loop's schedule of a training config."""
-    section = algorithm_for(config).section
+    section = layout_for(config).section
     inner = getattr(config, section)
     return Schedule(
         total_steps=inner.total_steps,

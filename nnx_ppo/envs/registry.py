@@ -2,7 +2,9 @@
 
 from __future__ import annotations
 
-from nnx_ppo.envs.builtin import BuiltinEnv, MemoryCue, PointReach, PointReachDict, PointReachEnergy
+from nnx_ppo.envs.builtin_env import BuiltinEnv
+from nnx_ppo.envs.memory_cue import MemoryCue
+from nnx_ppo.envs.point_reach import PointReach, PointReachDict, PointReachEnergy
 from nnx_ppo.envs.two_arm import TwoArmReach
 
 BUILTIN_ENVS: dict[str, type[BuiltinEnv]] = {

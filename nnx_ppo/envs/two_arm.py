@@ -9,7 +9,7 @@ import jax
 import jax.numpy as jnp
 from flax import struct
 
-from nnx_ppo.envs.builtin import BuiltinEnv, _require_float
+from nnx_ppo.envs.builtin_env import BuiltinEnv, _require_float
 from nnx_ppo.envs.state import State
 
 ARMS = ("left", "right")

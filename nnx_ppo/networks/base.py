@@ -2,13 +2,25 @@
 
 from __future__ import annotations
 
+from collections.abc import Callable
 from typing import Any
 
 import jax
 import jax.numpy as jnp
 from flax import nnx
 
-from nnx_ppo.networks.types import StatefulOutput
+from nnx_ppo.networks.stateful_output import StatefulOutput
+
+_recorder: Callable[[Any], Any] | None = None
+"""``recording.with_recording``, installed by ``install_recorder`` when ``recording`` is
+imported (the ``nnx_ppo.networks`` package imports it): the recording wrappers subclass
+``StatefulModule``, so this module cannot import them."""
+
+
+def install_recorder(recorder: Callable[[Any], Any]) -> None:
+    """Makes ``recorder`` the implementation of ``StatefulModule.with_recording``."""
+    global _recorder
+    _recorder = recorder
 
 
 class StatefulModule(nnx.Module):
@@ -65,9 +77,9 @@ class StatefulModule(nnx.Module):
 
         See ``nnx_ppo.networks.recording``; this module is left unchanged.
         """
-        from nnx_ppo.networks.recording import with_recording  # recording imports this module
-
-        recording: StatefulModule = with_recording(self)  # type: ignore[assignment]
+        if _recorder is None:  # only when ``recording`` was never imported
+            raise RuntimeError("import nnx_ppo.networks.recording to record activations")
+        recording: StatefulModule = _recorder(self)
         return recording
 
 

@@ -36,7 +36,8 @@ from typing import Any
 import jax
 from flax import nnx
 
-from nnx_ppo.networks.base import StatefulModule, zero_loss
+from nnx_ppo.networks import feedforward, recurrent, variational
+from nnx_ppo.networks.base import StatefulModule, install_recorder, zero_loss
 from nnx_ppo.networks.layers import LSTM, MLP, Dense, activation_fn
 from nnx_ppo.networks.types import StatefulOutput
 
@@ -96,8 +97,6 @@ class RecordingMLP(_Recorder):
 
 
 def _is_recordable(node: Any) -> bool:
-    from nnx_ppo.networks import feedforward, recurrent, variational  # they import base
-
     toolkit = (feedforward.Dense, recurrent.LSTM, variational.VariationalBottleneck)
     return type(node) is MLP or isinstance(node, (LSTM, Dense, *toolkit))
 
@@ -174,3 +173,6 @@ def activations_from_metrics(metrics: dict[str, Any]) -> dict[str, Any]:
     """The recorded activations in ``metrics``, keyed by module path (prefix removed)."""
     n = len(ACTIVATIONS_PREFIX)
     return {k[n:]: v for k, v in metrics.items() if k.startswith(ACTIVATIONS_PREFIX)}
+
+
+install_recorder(with_recording)  # ``StatefulModule.with_recording`` calls it

@@ -1,45 +1,19 @@
-"""Output types shared by networks and algorithms."""
+"""Output types shared by networks and algorithms, and the names the composable networks
+interface (``networks-api.md``) gives them: ``StatefulModule`` (defined in ``base``),
+``StatefulOutput`` (defined in ``stateful_output``) and ``StatefulModuleOutput``."""
 
 from __future__ import annotations
 
-from typing import Any, NamedTuple
+from typing import Any
 
 import jax
 from flax import struct
 
-
-class StatefulOutput(NamedTuple):
-    """What a ``StatefulModule`` call returns.
-
-    Attributes:
-        next_state: The module's state after this step (``[B, ...]`` leaves).
-        output: The module's output for this step.
-        regularization_loss: Scalar added to the training loss (e.g. minus the weighted
-            entropy of an action distribution).
-        metrics: Scalars or ``[B]`` arrays describing this call, keyed by name.
-        rollout_extras: What the module needs to replay this step exactly (e.g. the sampled
-            raw action); passed back as ``rollout_extras`` during the loss replay.
-    """
-
-    next_state: Any
-    output: Any
-    regularization_loss: jax.Array
-    metrics: dict[str, jax.Array]
-    rollout_extras: Any
-
+from nnx_ppo.networks.base import StatefulModule as StatefulModule
+from nnx_ppo.networks.stateful_output import StatefulOutput as StatefulOutput
 
 StatefulModuleOutput = StatefulOutput
 """The name the composable networks interface (``networks-api.md``) gives ``StatefulOutput``."""
-
-
-def __getattr__(name: str) -> Any:
-    # ``StatefulModule`` is defined in ``base`` (which imports this module); the networks
-    # interface names it from here too.
-    if name == "StatefulModule":
-        from nnx_ppo.networks.base import StatefulModule
-
-        return StatefulModule
-    raise AttributeError(f"module {__name__!r} has no attribute {name!r}")
 
 
 class PPONetworkOutput(struct.PyTreeNode):

@@ -26,14 +26,12 @@ import math
 from collections.abc import Iterator, Mapping
 from typing import Any
 
-from flax import nnx
-
-from nnx_ppo import catalogue, plugins
+from nnx_ppo import catalogue
 from nnx_ppo.algorithms.config import EvalConfig, PPOConfig, TrainConfig
 from nnx_ppo.envs import randomization
 from nnx_ppo.envs.randomization import RandomizationFn
-from nnx_ppo.networks import factories
 from nnx_ppo.networks.base import StatefulModule
+from nnx_ppo.networks.from_spec import make_networks as make_networks
 
 VARIANTS = ("cpu", "gpu")
 
@@ -185,32 +183,6 @@ def rescaled_minibatches(ppo: PPOConfig, n_envs: int) -> int:
     divisor of ``n_envs``."""
     wanted = max(1, round(ppo.n_minibatches * n_envs / ppo.n_envs))
     return max(d for d in range(1, wanted + 1) if n_envs % d == 0)
-
-
-def make_networks(
-    network: dict[str, Any], obs_size: Any, action_size: Any, seed: int
-) -> StatefulModule:
-    """Builds a network from a spec ``{"kind": "mlp" | "lstm" | "graph", **factory fields}``, or
-    ``{"kind": "plugin:<name>", "kwargs": {...}}`` for a plugin network
-    (``nnx_ppo.plugins``)."""
-    fields = dict(network)
-    kind = fields.pop("kind", "mlp")
-    if isinstance(kind, str) and kind.startswith(plugins.KIND_PREFIX):
-        kwargs = fields.pop("kwargs", None) or {}
-        if fields:
-            raise ValueError(
-                f"network kind {kind!r} takes its factory's arguments in kwargs, not "
-                f"{sorted(fields)}"
-            )
-        if "rngs" in kwargs:
-            raise plugins.PluginArgumentError(
-                "rngs", f"network kind {kind!r}: rngs comes from the run's seed, not kwargs"
-            )
-        fields = dict(kwargs)
-    elif kind not in factories.FACTORIES:
-        raise ValueError(f"network kind must be 'mlp', 'lstm' or 'graph', got {kind!r}")
-    factory = factories.factory_for(kind)
-    return factory(obs_size, action_size, rngs=nnx.Rngs(seed), **fields)
 
 
 TUNED: dict[str, Preset] = {
