@@ -33,10 +33,10 @@ from nnx_ppo.client.types import (
 DEFAULT_URL = "http://127.0.0.1:8000"
 DEFAULT_DATA_DIR = "nnx_ppo_data"
 TOKEN_FILE = "api_token"
+"""The file in the data directory where ``nnx-ppo serve`` writes its token (mode 0600)."""
 SUBMIT_TIMEOUT_S = 150.0
 """How long a submission may take: the service checks the spec first, and the first check of
 a MuJoCo Playground env loads it (the service's checker gives up after 120 s)."""
-"""The file in the data directory where ``nnx-ppo serve`` writes its token (mode 0600)."""
 
 
 def default_url() -> str:

@@ -6,7 +6,9 @@ from __future__ import annotations
 
 import contextlib
 import csv
+import http.server
 import io
+import json
 import math
 import socket
 import stat
@@ -14,6 +16,7 @@ import subprocess
 import sys
 import tarfile
 import threading
+import time
 from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
@@ -272,3 +275,44 @@ class _CuttingProxy:
             with contextlib.suppress(OSError):
                 s.shutdown(socket.SHUT_RDWR)
             s.close()
+
+
+class _SlowService(http.server.BaseHTTPRequestHandler):
+    """Answers every request after ``DELAY_S``, as a service whose spec check loads a
+    Playground env for the first time does: a run for a POST, an empty list for a GET."""
+
+    DELAY_S = 1.0
+
+    def _answer(self, body: dict[str, Any], status: int) -> None:
+        time.sleep(self.DELAY_S)
+        data = json.dumps(body).encode()
+        self.send_response(status)
+        self.send_header("Content-Type", "application/json")
+        self.send_header("Content-Length", str(len(data)))
+        self.end_headers()
+        with contextlib.suppress(BrokenPipeError, ConnectionResetError):  # a client gave up
+            self.wfile.write(data)
+
+    def do_POST(self) -> None:
+        self.rfile.read(int(self.headers.get("Content-Length", 0)))
+        self._answer({"id": "slow1", "status": "queued"}, 201)
+
+    def do_GET(self) -> None:
+        self._answer({"items": [], "total": 0, "events_seq": 0}, 200)
+
+    def log_message(self, *args: Any) -> None:
+        pass
+
+
+def test_a_submission_waits_for_the_spec_check_longer_than_other_requests() -> None:
+    server = http.server.ThreadingHTTPServer(("127.0.0.1", 0), _SlowService)
+    threading.Thread(target=server.serve_forever, daemon=True).start()
+    try:
+        url = f"http://127.0.0.1:{server.server_address[1]}"
+        with Client(url, TOKEN, timeout=0.3) as slow:
+            assert slow.submit(tiny_ppo_spec()).id == "slow1"  # 1 s > the client's 0.3 s
+            with pytest.raises(ServiceUnavailable, match="timed out"):
+                slow.runs()
+    finally:
+        server.shutdown()
+        server.server_close()
