@@ -129,7 +129,7 @@ def make_env(name: str, overrides: Mapping[str, Any]) -> Any:
     """
     factory = load_factory(ENV_GROUP, name)
     check_arguments(f"plugin env {name!r}", factory, overrides)
-    env = _call(f"plugin env {name!r}", factory, (), dict(overrides))
+    env = call_factory(f"plugin env {name!r}", factory, (), dict(overrides))
     missing = [
         a for a in ("reset", "step", "observation_size", "action_size") if not hasattr(env, a)
     ]
@@ -140,25 +140,7 @@ def make_env(name: str, overrides: Mapping[str, Any]) -> Any:
     return env
 
 
-def make_network(name: str, obs_size: Any, action_size: int, *, rngs: Any, **kwargs: Any) -> Any:
-    """The network made by plugin network ``name``'s factory (arguments checked first).
-
-    Raises:
-        As ``make_env``; PluginUnavailable also when the factory returns something that is
-        not a ``StatefulModule``.
-    """
-    from nnx_ppo.networks.base import StatefulModule  # imports JAX: not at module level
-
-    factory = load_factory(NETWORK_GROUP, name)
-    what = f"plugin network {name!r}"
-    check_arguments(what, factory, kwargs, positional=2, reserved=("rngs",))
-    network = _call(what, factory, (obs_size, action_size), {"rngs": rngs, **kwargs})
-    if not isinstance(network, StatefulModule):
-        raise PluginUnavailable(f"{what} returned a {type(network).__name__}, not a StatefulModule")
-    return network
-
-
-def _call(what: str, factory: Callable[..., Any], args: tuple[Any, ...], kwargs: Any) -> Any:
+def call_factory(what: str, factory: Callable[..., Any], args: tuple[Any, ...], kwargs: Any) -> Any:
     try:
         return factory(*args, **kwargs)
     except (ValueError, TypeError) as error:  # the factory refuses a value

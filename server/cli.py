@@ -1,6 +1,7 @@
 """The ``nnx-ppo`` console script: ``serve`` and ``worker`` here, the library's commands
 (``envs``, ``train``) in ``nnx_ppo.cli``, the client's (``submit``, ``ls``, ...) in
-``nnx_ppo.client.cli``; ``nnx-ppo --help`` lists them all."""
+``nnx_ppo.client.cli``, ``sync`` in ``nnx_ppo.tracking.cli``; ``nnx-ppo --help`` lists them
+all."""
 
 from __future__ import annotations
 
@@ -14,12 +15,13 @@ from pydantic import ValidationError
 
 from nnx_ppo.cli import COMMANDS as LIBRARY_COMMANDS
 from nnx_ppo.client.cli import COMMANDS as CLIENT_COMMANDS
+from nnx_ppo.tracking.cli import COMMANDS as TRACKING_COMMANDS
 
 SERVICE_COMMANDS = {
     "serve": "start the API, the dashboard and a local worker",
     "worker": "run a worker supervisor alone, against the same database as the API",
 }
-COMMANDS = (*SERVICE_COMMANDS, *LIBRARY_COMMANDS, *CLIENT_COMMANDS)
+COMMANDS = (*SERVICE_COMMANDS, *LIBRARY_COMMANDS, *CLIENT_COMMANDS, *TRACKING_COMMANDS)
 """Every command of ``nnx-ppo``, in the order ``--help`` lists them."""
 
 
@@ -76,7 +78,7 @@ def _parser() -> argparse.ArgumentParser:
             "--ray-address", help="the Ray cluster's head, HOST:PORT (env NNX_PPO_RAY_ADDRESS)"
         )
     # Listed for --help; main() hands their arguments to their own modules' parsers.
-    for name, text in {**LIBRARY_COMMANDS, **CLIENT_COMMANDS}.items():
+    for name, text in {**LIBRARY_COMMANDS, **CLIENT_COMMANDS, **TRACKING_COMMANDS}.items():
         sub.add_parser(name, help=text, add_help=False)
     return parser
 
@@ -160,6 +162,10 @@ def main(argv: list[str] | None = None) -> int:
         from nnx_ppo.client import cli as client_cli
 
         return client_cli.main(argv)
+    if argv and argv[0] in TRACKING_COMMANDS:
+        from nnx_ppo.tracking import cli as tracking_cli
+
+        return tracking_cli.main(argv)
     if argv and argv[0] in LIBRARY_COMMANDS:
         from nnx_ppo import cli
 

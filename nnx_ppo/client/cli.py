@@ -8,6 +8,7 @@ import argparse
 import datetime
 import json
 import sys
+from collections.abc import Callable
 from pathlib import Path
 from typing import Any
 
@@ -25,12 +26,13 @@ COMMANDS = {
     "pull": "download a checkpoint (and videos)",
     "export": "a finished run's scalars as a TensorBoard event file, or replayed into W&B",
     "sweep": "start a hyperparameter sweep and follow it",
-    "sync": "upload offline tracked runs (folders written by track(..., mode='offline'))",
 }
 """Each command with its one-line help."""
 
 
-def _parser() -> argparse.ArgumentParser:
+def connection_arguments() -> argparse.ArgumentParser:
+    """The ``--url`` and ``--token`` every command that talks to the service takes (a
+    parent parser)."""
     common = argparse.ArgumentParser(add_help=False)
     common.add_argument("--url", help="the service (default NNX_PPO_URL, else 127.0.0.1:8000)")
     common.add_argument(
@@ -38,6 +40,11 @@ def _parser() -> argparse.ArgumentParser:
         help="access token (default NNX_PPO_API_TOKEN, else <data dir>/api_token, the data "
         "dir being NNX_PPO_DATA_DIR or ./nnx_ppo_data)",
     )
+    return common
+
+
+def _parser() -> argparse.ArgumentParser:
+    common = connection_arguments()
     parser = argparse.ArgumentParser(prog="nnx-ppo", description="The service from the shell.")
     sub = parser.add_subparsers(dest="command", required=True)
     submit = sub.add_parser("submit", parents=[common], help=COMMANDS["submit"])
@@ -84,16 +91,23 @@ def _parser() -> argparse.ArgumentParser:
     sweep.add_argument("file", help="a sweep (JSON file: spec, space, method, ...; - for stdin)")
     sweep.add_argument("--name", help="the sweep's name")
     sweep.add_argument("--no-follow", action="store_true", help="only submit it")
-    sync = sub.add_parser("sync", parents=[common], help=COMMANDS["sync"])
-    sync.add_argument("dirs", nargs="+", metavar="DIR", help="a run's folder, or a folder of them")
     return parser
 
 
 def main(argv: list[str]) -> int:
     args = _parser().parse_args(argv)
+    return run_with_client(_HANDLERS[args.command], args)
+
+
+def run_with_client(
+    handler: Callable[[Client, argparse.Namespace], int], args: argparse.Namespace
+) -> int:
+    """``handler(client, args)`` with a client of ``args.url`` and ``args.token``; an error
+    prints one line and gives the exit status (1: the service refused or cannot be reached;
+    2: bad input here; 130: interrupted)."""
     try:
         with Client(args.url, args.token) as client:
-            return int(_HANDLERS[args.command](client, args))
+            return int(handler(client, args))
     except Unauthorized as error:
         print(f"error: {error.cli_message()}", file=sys.stderr)
         return 1
@@ -257,18 +271,6 @@ def _export(client: Client, args: argparse.Namespace) -> int:
     return 0
 
 
-def _sync(client: Client, args: argparse.Namespace) -> int:
-    from nnx_ppo.tracking.offline import offline_runs, sync
-
-    folders = offline_runs(args.dirs)
-    if not folders:
-        raise ValueError(f"no offline run in {', '.join(args.dirs)} (no run.json)")
-    for folder in folders:
-        run_id = sync(folder, client.url, client.token)
-        print(f"{folder}: run {run_id}")
-    return 0
-
-
 _HANDLERS = {
     "submit": _submit,
     "ls": _ls,
@@ -279,5 +281,4 @@ _HANDLERS = {
     "pull": _pull,
     "export": _export,
     "sweep": _sweep,
-    "sync": _sync,
 }

@@ -19,6 +19,7 @@ from flax import nnx
 from nnx_ppo import plugins
 from nnx_ppo.networks import graph_spec
 from nnx_ppo.networks.actor_critic import AsymmetricPPONetwork, PPONetwork, key_slice
+from nnx_ppo.networks.base import StatefulModule
 from nnx_ppo.networks.layers import LSTM, MLP, Sequential
 from nnx_ppo.networks.normalizer import Normalizer, flat_size, obs_shapes
 from nnx_ppo.networks.precision import DEFAULT_PRECISION, check_precision
@@ -327,10 +328,30 @@ FACTORIES: dict[str, Callable[..., Any]] = {
 """The factories by the ``kind`` a run spec's ``network`` names them with."""
 
 
+def make_plugin_network(
+    name: str, obs_size: Any, action_size: int, *, rngs: Any, **kwargs: Any
+) -> Any:
+    """The network made by plugin network ``name``'s factory (arguments checked first).
+
+    Raises:
+        As ``nnx_ppo.plugins.make_env``; PluginUnavailable also when the factory returns
+        something that is not a ``StatefulModule``.
+    """
+    factory = plugins.load_factory(plugins.NETWORK_GROUP, name)
+    what = f"plugin network {name!r}"
+    plugins.check_arguments(what, factory, kwargs, positional=2, reserved=("rngs",))
+    network = plugins.call_factory(what, factory, (obs_size, action_size), {"rngs": rngs, **kwargs})
+    if not isinstance(network, StatefulModule):
+        raise plugins.PluginUnavailable(
+            f"{what} returned a {type(network).__name__}, not a StatefulModule"
+        )
+    return network
+
+
 def factory_for(kind: Any) -> Callable[..., Any]:
     """The factory of network ``kind``: one of ``FACTORIES``, or for ``"plugin:<name>"``
-    the installed plugin network ``name`` (``nnx_ppo.plugins.make_network``: arguments
-    checked, imported when called), whose networks carry a recipe too.
+    the installed plugin network ``name`` (``make_plugin_network``: arguments checked,
+    imported when called), whose networks carry a recipe too.
 
     Raises:
         ValueError: If ``kind`` is neither.
@@ -340,12 +361,12 @@ def factory_for(kind: Any) -> Callable[..., Any]:
     if isinstance(kind, str) and kind.startswith(plugins.KIND_PREFIX):
         name = kind.removeprefix(plugins.KIND_PREFIX)
 
-        def make_plugin_network(obs_size: Any, action_size: int, **kwargs: Any) -> Any:
+        def plugin_factory(obs_size: Any, action_size: int, **kwargs: Any) -> Any:
             fields = {k: v for k, v in kwargs.items() if k != "rngs"}
-            network = plugins.make_network(name, obs_size, action_size, **kwargs)
+            network = make_plugin_network(name, obs_size, action_size, **kwargs)
             return _with_recipe(network, kind, obs_size, action_size, fields)
 
-        return make_plugin_network
+        return plugin_factory
     raise ValueError(
         f"network kind must be 'mlp', 'lstm', 'graph' or 'plugin:<name>', got {kind!r}"
     )
