@@ -14,7 +14,8 @@ a module path. Listing reads the names and values only (``importlib.metadata``, 
 a factory is imported (``EntryPoint.load``) when its name is asked for. The keyword
 arguments given to a factory are checked against its signature and type hints first, each
 refusal naming the argument. Nothing here imports JAX: the service's API process lists
-plugins from this module.
+plugins from this module. ``make_env`` builds a plugin env; a plugin network is built by
+``nnx_ppo.networks.factories.make_plugin_network`` (the networks sit above this module).
 """
 
 from __future__ import annotations
