@@ -15,6 +15,7 @@ separate, non-donated argument of the jitted call (never carried or returned).
 
 from __future__ import annotations
 
+import dataclasses
 from collections.abc import Callable
 from typing import Any
 
@@ -214,7 +215,13 @@ def train_distillation(
     callbacks = Callbacks(log_fn, checkpoint_fn, video_fn, should_stop, phase_fn)
     programs = None
     if program_cache is not None:
-        static = {"algorithm": "distillation", "distillation": d, "teacher": repr(teacher_graphdef)}
+        static = {
+            "algorithm": "distillation",
+            "distillation": {  # the total does not reach the program
+                k: v for k, v in dataclasses.asdict(d).items() if k != "total_steps"
+            },
+            "teacher": repr(teacher_graphdef),
+        }
         programs = Programs(program_cache, static, eval_env is None or eval_env is env)
     eval_env = eval_env or env
     with explicit_matmul_precision():

@@ -38,7 +38,8 @@ from nnx_ppo.algorithms.types import LoggingLevel, RLEnv
 from nnx_ppo.algorithms.video import VideoRecorder
 
 MAX_ITERATIONS_PER_CALL = 32
-"""Upper bound on iterations fused into one jitted call."""
+"""Iterations fused into one jitted call: the training program scans this many, running those
+up to the next event and skipping the rest, so one program serves any total and resume point."""
 
 LogFn = Callable[[dict[str, Any], int], None]
 StopFn = Callable[[], bool]
@@ -186,13 +187,16 @@ def chunk_driver(one_iteration: StepFn, length: int) -> Callable[..., Any]:
     """``run(carry, extra, n_active)`` of ``scan_iterations``, not jitted."""
 
     def run(carry: Any, extra: Any, n_active: jax.Array) -> tuple[Any, dict]:
-        metric_shapes = jax.eval_shape(one_iteration, carry, extra)[1]
+        # Jitted, the iteration is traced once, for its metrics' shapes and for the scan's body
+        # alike (tracing an env's physics step costs seconds; the program is the same).
+        iteration = jax.jit(one_iteration)
+        metric_shapes = jax.eval_shape(iteration, carry, extra)[1]
 
         def skip(c: Any) -> tuple[Any, dict]:
             return c, jax.tree.map(lambda x: jnp.zeros(x.shape, x.dtype), metric_shapes)
 
         def body(c: Any, i: jax.Array) -> tuple[Any, dict]:
-            return jax.lax.cond(i < n_active, lambda c: one_iteration(c, extra), skip, c)
+            return jax.lax.cond(i < n_active, lambda c: iteration(c, extra), skip, c)
 
         return jax.lax.scan(body, carry, jnp.arange(length))
 
@@ -292,9 +296,10 @@ class _HostLoop:
         self.schedule = schedule
         self.callbacks = callbacks
         self.start_steps = int(initial_state.steps_taken)
-        remaining = schedule.total_steps - self.start_steps
-        iterations = max(0, math.ceil(remaining / schedule.steps_per_iteration))
-        self.chunk_length = max(1, min(MAX_ITERATIONS_PER_CALL, iterations))
+        # Always the maximum, whatever the steps left (``n_active`` is traced): a resumed run,
+        # or one with another total, runs the program the first one compiled, from the
+        # persistent compilation cache or the program cache.
+        self.chunk_length = MAX_ITERATIONS_PER_CALL
         self.train_chunk = scan_iterations(
             traced_step(self.graphdef, step), self.chunk_length, layout
         )

@@ -177,7 +177,11 @@ def train_ppo(
     programs = None
     if program_cache is not None:
         same_eval_env = eval_env is None or eval_env is env
-        programs = Programs(program_cache, {"algorithm": "ppo", "ppo": p}, same_eval_env)
+        # The total reaches the program only through an annealed learning rate's schedule.
+        keyed = dataclasses.asdict(p)
+        if not p.anneal_learning_rate:
+            del keyed["total_steps"]
+        programs = Programs(program_cache, {"algorithm": "ppo", "ppo": keyed}, same_eval_env)
     eval_env = eval_env or env  # the nominal model unless randomized by the caller
     with explicit_matmul_precision():
         result = run_training(step, initial_state, None, eval_env, schedule, callbacks, programs)

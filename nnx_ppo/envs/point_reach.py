@@ -22,7 +22,39 @@ class PointReachData:
     target: jax.Array
 
 
-class PointReach(BuiltinEnv):
+class PointMasses(BuiltinEnv):
+    """The point masses of ``PointReach`` and ``TwoArmReach``: their fields (``dt``,
+    ``damping``, ``reward_scale``, each checked), where they start and how they move."""
+
+    _ACCELERATION = 4.0
+    _SPAWN_RANGE = 0.8
+
+    def __init__(self, *, dt: float = 0.1, damping: float = 0.2, reward_scale: float = 0.25):
+        self.dt = _require_float("dt", dt, 0.0, 1.0)
+        self.damping = _require_float("damping", damping, 0.0, 1.0, low_inclusive=True)
+        self.reward_scale = _require_float("reward_scale", reward_scale, 0.0, math.inf)
+
+    def _spawn(self, rng: jax.Array, shape: tuple[int, ...]) -> tuple[jax.Array, ...]:
+        """``(pos, vel, target)`` of ``shape``: uniform positions and targets, at rest."""
+        key_pos, key_target = jax.random.split(rng)
+        r = self._SPAWN_RANGE
+        return (
+            jax.random.uniform(key_pos, shape, jnp.float32, -r, r),
+            jnp.zeros(shape, jnp.float32),
+            jax.random.uniform(key_target, shape, jnp.float32, -r, r),
+        )
+
+    def _move(self, pos: jax.Array, vel: jax.Array, action: jax.Array) -> tuple[jax.Array, ...]:
+        """``(pos, vel)`` one step on, under the float32 ``action`` (clipped to [-1, 1]);
+        a velocity component that hits a wall is zeroed."""
+        accel = self._ACCELERATION * jnp.clip(action, -1.0, 1.0)
+        vel = (1.0 - self.damping) * vel + self.dt * accel
+        unclipped = pos + self.dt * vel
+        pos = jnp.clip(unclipped, -1.0, 1.0)
+        return pos, jnp.where(pos != unclipped, 0.0, vel)
+
+
+class PointReach(PointMasses):
     """Push a 2-D point mass to a random target inside the square arena [-1, 1]^2.
 
     The action (float32 ``[2]``) is an acceleration: ``vel <- (1 - damping) * vel + dt *
@@ -48,23 +80,10 @@ class PointReach(BuiltinEnv):
         ValueError: If a field is out of range (the message names it).
     """
 
-    _ACCELERATION = 4.0
-    _SPAWN_RANGE = 0.8
-
-    def __init__(self, *, dt: float = 0.1, damping: float = 0.2, reward_scale: float = 0.25):
-        self.dt = _require_float("dt", dt, 0.0, 1.0)
-        self.damping = _require_float("damping", damping, 0.0, 1.0, low_inclusive=True)
-        self.reward_scale = _require_float("reward_scale", reward_scale, 0.0, math.inf)
-
     def reset(self, rng: jax.Array) -> State:
         """Samples start position and target; returns the first state (reward 0., done 0.)."""
-        key_pos, key_target = jax.random.split(rng)
-        r = self._SPAWN_RANGE
-        data = PointReachData(
-            pos=jax.random.uniform(key_pos, (2,), jnp.float32, -r, r),
-            vel=jnp.zeros((2,), jnp.float32),
-            target=jax.random.uniform(key_target, (2,), jnp.float32, -r, r),
-        )
+        pos, vel, target = self._spawn(rng, (2,))
+        data = PointReachData(pos=pos, vel=vel, target=target)
         zero = jnp.zeros((), jnp.float32)
         distance = jnp.linalg.norm(data.pos - data.target)
         return State(
@@ -79,11 +98,7 @@ class PointReach(BuiltinEnv):
     def step(self, state: State, action: jax.Array) -> State:
         """Integrates one step; reward ``exp(-distance / reward_scale)``, never done."""
         data = state.data
-        accel = self._ACCELERATION * jnp.clip(action.astype(jnp.float32), -1.0, 1.0)
-        vel = (1.0 - self.damping) * data.vel + self.dt * accel
-        unclipped = data.pos + self.dt * vel
-        pos = jnp.clip(unclipped, -1.0, 1.0)
-        vel = jnp.where(pos != unclipped, 0.0, vel)
+        pos, vel = self._move(data.pos, data.vel, action.astype(jnp.float32))
         data = data.replace(pos=pos, vel=vel)
         distance = jnp.linalg.norm(pos - data.target)
         return state.replace(

@@ -2,14 +2,13 @@
 
 from __future__ import annotations
 
-import math
 from typing import Any
 
 import jax
 import jax.numpy as jnp
 from flax import struct
 
-from nnx_ppo.envs.builtin_env import BuiltinEnv, _require_float
+from nnx_ppo.envs.point_reach import PointMasses
 from nnx_ppo.envs.state import State
 
 ARMS = ("left", "right")
@@ -26,7 +25,7 @@ class TwoArmReachData:
     target: jax.Array
 
 
-class TwoArmReach(BuiltinEnv):
+class TwoArmReach(PointMasses):
     """Two independent 2-D point arms, each pushed to its own random target.
 
     Each arm is a ``PointReach`` point mass in the square arena [-1, 1]^2, driven by its
@@ -54,24 +53,10 @@ class TwoArmReach(BuiltinEnv):
         ValueError: If a field is out of range (the message names it).
     """
 
-    _ACCELERATION = 4.0
-    _SPAWN_RANGE = 0.8
-
-    def __init__(self, *, dt: float = 0.1, damping: float = 0.2, reward_scale: float = 0.25):
-        self.dt = _require_float("dt", dt, 0.0, 1.0)
-        self.damping = _require_float("damping", damping, 0.0, 1.0, low_inclusive=True)
-        self.reward_scale = _require_float("reward_scale", reward_scale, 0.0, math.inf)
-
     def reset(self, rng: jax.Array) -> State:
         """Samples start positions and targets; returns the first state (reward 0.)."""
-        key_pos, key_target = jax.random.split(rng)
-        r = self._SPAWN_RANGE
-        shape = (len(ARMS), 2)
-        data = TwoArmReachData(
-            pos=jax.random.uniform(key_pos, shape, jnp.float32, -r, r),
-            vel=jnp.zeros(shape, jnp.float32),
-            target=jax.random.uniform(key_target, shape, jnp.float32, -r, r),
-        )
+        pos, vel, target = self._spawn(rng, (len(ARMS), 2))
+        data = TwoArmReachData(pos=pos, vel=vel, target=target)
         zero = jnp.zeros((), jnp.float32)
         return State(
             data=data,
@@ -86,11 +71,7 @@ class TwoArmReach(BuiltinEnv):
         """Integrates one step of both arms, each with its own head of ``action``."""
         data = state.data
         stacked = jnp.stack([jnp.asarray(action[arm], jnp.float32) for arm in ARMS])
-        accel = self._ACCELERATION * jnp.clip(stacked, -1.0, 1.0)
-        vel = (1.0 - self.damping) * data.vel + self.dt * accel
-        unclipped = data.pos + self.dt * vel
-        pos = jnp.clip(unclipped, -1.0, 1.0)
-        vel = jnp.where(pos != unclipped, 0.0, vel)
+        pos, vel = self._move(data.pos, data.vel, stacked)
         data = data.replace(pos=pos, vel=vel)
         distance = jnp.linalg.norm(pos - data.target, axis=-1)
         return state.replace(

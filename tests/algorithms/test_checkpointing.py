@@ -1,9 +1,9 @@
 """Checkpoints: on-disk layout, exact resume, atomic writes, mismatch errors, safe loading.
 
 The exact-resume runs share one configuration (``CONFIG``) whose halves are 32 PPO iterations
-each, the maximum chunk length (``MAX_ITERATIONS_PER_CALL``): every ``train_ppo`` call then
-compiles the same chunk, so the persistent compilation cache serves all of them, and the
-straight and resumed runs execute the very same program.
+each, a full chunk (``MAX_ITERATIONS_PER_CALL``); every ``train_ppo`` call runs the one
+compiled chunk (the persistent compilation cache serves the repeats), so the straight and
+resumed runs execute the very same program.
 """
 
 from __future__ import annotations

@@ -149,9 +149,8 @@ def test_the_render_rollout_steps_dict_actions():
     assert np.isfinite(float(total)) and float(total) > 0.0
 
 
-# As in test_checkpointing: halves of MAX_ITERATIONS_PER_CALL iterations, so that the
-# straight and the resumed runs execute the very same compiled chunk (with shorter halves
-# the chunks differ, and no network resumes bit for bit).
+# As in test_checkpointing: halves of MAX_ITERATIONS_PER_CALL iterations (a full chunk each);
+# the straight and the resumed runs execute the very same compiled chunk.
 N_ENVS, ROLLOUT = 8, 4
 HALF = MAX_ITERATIONS_PER_CALL * N_ENVS * ROLLOUT
 RESUME_CONFIG = C.TrainConfig(

@@ -3,8 +3,8 @@
 Compile time dominates the fast tests, so they share one tiny configuration: PointReach with
 20-step episodes, 8 envs, 4-step rollouts, 8-unit MLPs. The teacher is trained with the
 configuration of ``test_checkpointing`` (the same compiled PPO chunk, served by the
-persistent compilation cache), and every distillation run has 32 iterations, the maximum
-chunk length, so that one compilation serves them all.
+persistent compilation cache); every distillation run runs the same chunk (a scan of
+``MAX_ITERATIONS_PER_CALL`` iterations, whatever its total), so one compilation serves them all.
 """
 
 from __future__ import annotations

@@ -1,10 +1,9 @@
 """The ``train_ppo`` host loop: logging, overrides, eval and checkpoint schedules, resuming.
 
 Compile time dominates here, so every run uses one tiny configuration (``CONFIG``) and
-varies only what does not change the compiled functions (total steps, seed, schedules).
-Each run has at least 32 PPO iterations, so the jitted chunk always has the maximum length
-(``MAX_ITERATIONS_PER_CALL``): the chunk length is ``min(32, iterations)`` and part of the
-compiled shapes, so one compilation serves every run.
+varies only what does not change the compiled functions (total steps, seed, schedules): the
+jitted chunk always scans ``MAX_ITERATIONS_PER_CALL`` iterations, whatever the total, so one
+compilation serves every run.
 """
 
 from __future__ import annotations
@@ -21,8 +20,9 @@ from flax import nnx
 
 from nnx_ppo import envs
 from nnx_ppo.algorithms.config import EvalConfig, PPOConfig, TrainConfig, TrainResult
+from nnx_ppo.algorithms.program_cache import ProgramCache
 from nnx_ppo.algorithms.step import new_training_state
-from nnx_ppo.algorithms.training import MAX_ITERATIONS_PER_CALL, NonFiniteError, train_ppo
+from nnx_ppo.algorithms.training import NonFiniteError, train_ppo
 from nnx_ppo.algorithms.types import TrainingState
 from nnx_ppo.networks.factories import make_mlp_actor_critic
 from nnx_ppo.networks.normalizer import NormalizerStatistics
@@ -120,10 +120,19 @@ def standard() -> tuple[Run, Any]:
     return train(networks, checkpoints=True), initial
 
 
-def test_every_run_fills_the_maximum_chunk():
-    # Guards the premise of the module docstring: 32 iterations, the smallest run here.
-    assert MAX_ITERATIONS_PER_CALL == 32
-    assert math.ceil(1000 / PER_ITERATION) >= MAX_ITERATIONS_PER_CALL
+def test_runs_of_any_length_run_one_program(tmp_path):
+    # The premise of the module docstring: a one-iteration run stores its program; a 33-iteration
+    # run and a run resumed from the first load it (their chunk lengths used to differ: 1, 32, 32).
+    lines: list[str] = []
+    cache = ProgramCache(tmp_path, {"env": "PointReach"}, log=lines.append)
+    short = dataclasses.replace(CONFIG, ppo=dataclasses.replace(CONFIG.ppo, total_steps=32))
+    first = train(config=short, program_cache=cache)
+    assert first.steps == [32]
+    train(config=CONFIG, program_cache=cache)
+    resumed = train(first.networks, initial_state=first.result.training_state, program_cache=cache)
+    assert resumed.steps[0] == 64 and resumed.steps[-1] == TOTAL
+    actions = [line.split()[2] for line in lines if "train_chunk" in line]
+    assert actions == ["stored", "loaded", "loaded"], lines
 
 
 def test_log_fn_called_once_per_iteration_with_loss_metrics(standard):
