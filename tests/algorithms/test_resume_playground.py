@@ -8,9 +8,10 @@ program cache's flat boundary hands them on to the next checkpoint unchanged, wh
 them ("unsupported dtype int64") before the checkpoint metadata normalised such dtypes.
 
 The Playground runs are tiny (CartpoleBalance, 4 envs x 4 steps, 4-unit MLPs, no
-evaluation, three iterations with a checkpoint after each). Every call's chunk has the run's
-3 iterations (those left run, the rest are skipped), so every call, resumed or not, runs one
-program: compiled once, then served by the persistent compilation cache or the program cache.
+evaluation, three iterations with a checkpoint after each). Every call's chunk scans
+``MAX_ITERATIONS_PER_CALL`` iterations (those left run, the rest are skipped), so every call,
+resumed or not, runs one program: compiled once, then served by the persistent compilation
+cache or the program cache.
 """
 
 from __future__ import annotations
@@ -141,7 +142,7 @@ def test_ppo_resumes_twice_on_a_playground_env(cartpole, tmp_path, cached):
     second = load(2 * ITERATION, seed=2)
     resumed = train(second, stop=False)
     if cached:  # every call ran through the cache's flat boundary (one program per length)
-        # One program of the run's 3 iterations: each resumed call loads the one stored.
+        # One program for every call: each resumed call loads the one the first stored.
         actions = ["stored", "loaded", "loaded", "loaded"]
         assert [line.split()[2] for line in lines if "train_chunk" in line] == actions, lines
     assert [d for d in sorted(os.listdir(tmp_path)) if d.startswith("step_")] == [
