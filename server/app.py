@@ -4,6 +4,7 @@ supervisor), the API routers under ``/api`` and the dashboard at ``/``."""
 
 from __future__ import annotations
 
+import gc
 import logging
 from collections.abc import AsyncIterator
 from contextlib import asynccontextmanager
@@ -91,9 +92,11 @@ def create_app(settings: Settings, *, with_worker: bool = True) -> FastAPI:
         worker = SupervisorProcess(settings) if with_worker else None
         if worker is not None:
             worker.start()
+        previous_thresholds = tune_gc_for_serving()
         try:
             yield
         finally:
+            restore_gc(previous_thresholds)
             if worker is not None:
                 worker.stop()
             runner.stop()
@@ -133,6 +136,44 @@ def create_app(settings: Settings, *, with_worker: bool = True) -> FastAPI:
     )
     app.add_middleware(SecurityHeaders)  # outermost: refusals carry the headers too
     return app
+
+
+YOUNG_GC_THRESHOLD = 20_000
+"""Allocations between collections of the youngest generation while serving (CPython's
+default: 700); the older generations, counted in young collections, follow: ~28 times
+fewer collections of each."""
+
+
+def tune_gc_for_serving() -> tuple[int, ...]:
+    """Readies the process's garbage collector to serve, once start-up is done: moves every
+    object alive now (modules, routes, schemas, the store's caches) to the permanent
+    generation, which no collection scans again, and collects less often.
+
+    Under load (``bench/reliability_load.py``: two runs training on a 2-core machine,
+    websocket followers and pollers on the API), each full collection walked the ~150k
+    start-up objects: 74-190 ms with the event loop stopped, the API's slowest requests.
+    Frozen, one walks what serving has kept (~30k objects) in ~20 ms, and with the higher
+    threshold a 20 s run of that bench has one young collection and no full one.
+    Collecting first leaves only live objects to freeze.
+    Process-wide: called from the served app's lifespan only, never on import, and undone
+    by :func:`restore_gc` when it ends (an app served in a test process leaves no frozen
+    heap behind).
+
+    Returns:
+        The thresholds it replaced.
+    """
+    previous = gc.get_threshold()
+    gc.collect()
+    gc.freeze()
+    gc.set_threshold(YOUNG_GC_THRESHOLD, *previous[1:])
+    return previous
+
+
+def restore_gc(thresholds: tuple[int, ...]) -> None:
+    """Undoes :func:`tune_gc_for_serving`: the frozen objects go back to the oldest
+    generation (collectable again) and the thresholds are ``thresholds``."""
+    gc.unfreeze()
+    gc.set_threshold(*thresholds)
 
 
 def _add_error_handlers(app: FastAPI) -> None:
