@@ -12,8 +12,9 @@ not, and none stopping the others:
 
 1. ``environment``: package versions, JAX's backend and devices, which JAX APIs exist (the
    JAX 0.11 list of ``bench/RESULTS.md``), that every module imports, and which ffmpeg.
-2. ``tests``: the test subset of the jitted core, ``JAX_PLATFORMS=cuda``, not stopping at
-   the first failure: a JAX 0.11 incompatibility shows in the first minutes.
+2. ``tests``: the test subset of the jitted core, ``JAX_PLATFORMS=cuda`` (``tpu`` on a TPU,
+   with float32 matrix products), not stopping at the first failure: a JAX 0.11
+   incompatibility shows in the first minutes.
 3. ``cartpole``: ours and Brax (fresh processes) on CartpoleBalance with Playground's GPU
    settings (``bench.settings.PLAYGROUND_GPU``): steady env steps/s, start-up (compile)
    seconds, wall seconds to the first eval reward >= 900.
@@ -22,8 +23,10 @@ not, and none stopping the others:
 5. ``learning``: ours and Brax at Playground's own settings (``preset(env, "gpu")``) on the
    five envs of the learning table, one seed each, as many as the time left allows.
 
-Without a GPU, steps 2-5 are recorded as skipped (``NNX_PPO_GPU_CHECK_STEPS=tests,...``
-runs the named ones anyway, on the CPU: to try the bundle here).
+A TPU (JAX's default backend, where there is no NVIDIA GPU) counts as the accelerator too;
+its machine opens no socket, so the ``service`` step cannot run there. Without either, steps
+2-5 are recorded as skipped (``NNX_PPO_GPU_CHECK_STEPS=tests,...`` runs the named ones anyway,
+on the CPU: to try the bundle here).
 """
 
 from __future__ import annotations
@@ -47,6 +50,12 @@ TEST_SUBSET = (
     "tests/algorithms/test_reward_streams.py",
     "tests/algorithms/test_data_parallel.py",
 )
+TPU_START_WARNINGS = (
+    "cloud_tpu_init failed:UserWarning",
+    "Transparent hugepages are not enabled:UserWarning",
+)
+"""What JAX warns when it opens a TPU in a VM without transparent hugepages; the suite turns
+warnings into errors, and these would stop it at its conftest."""
 GPU_STEPS = ("tests", "cartpole", "service", "learning")
 """Steps that need a GPU (skipped without one unless named in ``NNX_PPO_GPU_CHECK_STEPS``)."""
 
@@ -64,6 +73,29 @@ def gpu_status() -> dict[str, Any]:
     return {"gpu": True, "devices": lines}
 
 
+def accelerator_status() -> dict[str, Any]:
+    """:func:`gpu_status`, plus ``"accelerator"``: ``"gpu"``, ``"tpu"`` or None.
+
+    Without an NVIDIA GPU, JAX's default backend (in a child, so that this process does not
+    hold the chip: a TPU admits one program at a time) says whether a TPU is there.
+    """
+    status = gpu_status()
+    if status["gpu"]:
+        return {**status, "accelerator": "gpu"}
+    env = {k: v for k, v in os.environ.items() if k != "JAX_PLATFORMS"}
+    probe = "import jax; print(jax.default_backend(), len(jax.devices()))"
+    try:
+        done = subprocess.run(
+            [sys.executable, "-c", probe], capture_output=True, text=True, env=env, timeout=120
+        )
+        backend = done.stdout.split()[0] if done.returncode == 0 and done.stdout else "none"
+    except subprocess.TimeoutExpired:
+        backend = "none"
+    if backend == "tpu":
+        return {**status, "accelerator": "tpu", "devices": done.stdout.strip()}
+    return {**status, "accelerator": None}
+
+
 def first_reaching(curve: list[Mapping[str, float]], threshold: float) -> float | None:
     """Wall seconds of the first curve point at or above ``threshold``, or None."""
     for point in curve:
@@ -75,11 +107,13 @@ def first_reaching(curve: list[Mapping[str, float]], threshold: float) -> float 
 class Check:
     """The steps' shared clock and the JSON file, rewritten (atomically) after each step."""
 
-    def __init__(self, out: Path, budget_s: float, selected: set[str] | None, gpu: bool):
+    def __init__(
+        self, out: Path, budget_s: float, selected: set[str] | None, accelerated: bool
+    ) -> None:
         self.out_path = out
         self.deadline = time.monotonic() + budget_s
         self.selected = selected
-        self.gpu = gpu
+        self.accelerated = accelerated
         self.out: dict[str, Any] = {
             "started": time.strftime("%Y-%m-%dT%H:%M:%SZ", time.gmtime()),
             "budget_s": budget_s,
@@ -98,8 +132,8 @@ class Check:
         """Runs ``fn(limit)`` with ``limit = min(timeout_s, time left)`` and records it."""
         if self.selected is not None and name not in self.selected:
             self.out["steps"][name] = {"skipped": "not selected"}
-        elif name in GPU_STEPS and not self.gpu and self.selected is None:
-            self.out["steps"][name] = {"skipped": "no GPU"}
+        elif name in GPU_STEPS and not self.accelerated and self.selected is None:
+            self.out["steps"][name] = {"skipped": "no GPU or TPU"}
         elif (limit := min(timeout_s, self.remaining())) < 10:
             self.out["steps"][name] = {"skipped": "out of time"}
         else:
@@ -118,7 +152,9 @@ class Check:
 def run_tests(timeout_s: float, env: Mapping[str, str]) -> dict[str, Any]:
     """The core subset under pytest, every test run (no ``-x``); counts and failures."""
     done = subprocess.run(
-        [sys.executable, "-m", "pytest", "-q", "-rfE", "-p", "no:cacheprovider", *TEST_SUBSET],
+        [sys.executable, "-m", "pytest", "-q", "-rfE", "-p", "no:cacheprovider"]
+        + [arg for warning in TPU_START_WARNINGS for arg in ("-W", f"ignore:{warning}")]
+        + list(TEST_SUBSET),
         cwd=ROOT,
         env=dict(env),
         capture_output=True,
@@ -171,20 +207,29 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--budget-s", type=float, default=510.0, help="all steps together")
     parser.add_argument("--cartpole-steps", type=int, default=10_000_000)
     parser.add_argument("--learning-steps", type=int, default=10_000_000)
+    parser.add_argument("--tests-timeout-s", type=float, default=150.0)
+    parser.add_argument("--cartpole-timeout-s", type=float, default=160.0)
     args = parser.parse_args(argv)
     named = os.environ.get("NNX_PPO_GPU_CHECK_STEPS")
     selected = {"environment", *named.split(",")} if named else None
-    status = gpu_status()
-    check = Check(args.out, args.budget_s, selected, status["gpu"])
+    status = accelerator_status()
+    check = Check(args.out, args.budget_s, selected, status["accelerator"] is not None)
     check.out.update(status)
     check.out["bundle"] = os.environ.get("NNX_PPO_GPU_BUNDLE", "none")
     check.write()
     env = {**os.environ}
-    if status["gpu"]:
+    if status["accelerator"] == "gpu":
         env |= {"JAX_PLATFORMS": "cuda", "MUJOCO_GL": "egl"}
+    elif status["accelerator"] == "tpu":
+        # The tests compare with float32 references: TPU's default matmul precision (bf16
+        # passes) would fail them for precision alone. The runs keep each library's own
+        # (nnx-ppo trains under "highest" unless told otherwise; Brax under JAX's default).
+        env |= {"JAX_PLATFORMS": "tpu", "JAX_DEFAULT_MATMUL_PRECISION": "highest"}
     check.step("environment", 90, gpu_steps.environment)
-    check.step("tests", 150, lambda limit: run_tests(limit, env))
-    check.step("cartpole", 160, lambda limit: cartpole(args.cartpole_steps, limit))
+    check.step("tests", args.tests_timeout_s, lambda limit: run_tests(limit, env))
+    check.step(
+        "cartpole", args.cartpole_timeout_s, lambda limit: cartpole(args.cartpole_steps, limit)
+    )
     check.step("service", 90, lambda limit: gpu_steps.service(limit, env))
 
     def record(partial: dict[str, Any]) -> None:

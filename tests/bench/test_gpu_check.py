@@ -1,4 +1,4 @@
-"""``bench/gpu_check.sh`` runs to completion without a GPU and says so in its JSON."""
+"""``bench/gpu_check.sh`` runs to completion without a GPU or TPU and says so in its JSON."""
 
 from __future__ import annotations
 
@@ -36,12 +36,13 @@ def test_without_a_gpu_the_check_probes_the_environment_and_skips_the_gpu_steps(
     assert done.returncode == 0, done.stderr + log.read_text()
     result = json.loads(out.read_text())
     assert result["gpu"] is False and "no NVIDIA GPU" in result["reason"]
+    assert result["accelerator"] is None  # nor a TPU: JAX's default backend is the CPU
     probe = result["steps"]["environment"]
     assert probe["backend"] == "cpu" and probe["versions"]["jax"]
     assert set(probe["imports"].values()) == {"ok"}, probe["imports"]
     assert probe["apis"]["jax.export"] and probe["apis"]["jax.shard_map"]
     assert {name: result["steps"][name] for name in GPU_STEPS} == {
-        name: {"skipped": "no GPU"} for name in GPU_STEPS
+        name: {"skipped": "no GPU or TPU"} for name in GPU_STEPS
     }
     assert "[gpu-check] environment" in log.read_text()
 
