@@ -34,6 +34,14 @@ CHROMIUM_ARGS = [
 ]
 
 
+@pytest.fixture(scope="session", autouse=True)
+def chromium_installed() -> None:
+    """Every browser test is skipped, whatever its file, where Debian's Chromium is missing
+    (README: `.ci/run` installs it). Session-scoped, so it runs before any server starts."""
+    if not CHROMIUM.is_file():
+        pytest.skip(f"{CHROMIUM} is missing: apt-get install -y chromium")
+
+
 def _free_port() -> int:
     with socket.socket() as sock:
         sock.bind(("127.0.0.1", 0))

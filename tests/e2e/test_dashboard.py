@@ -17,7 +17,7 @@ from pathlib import Path
 import httpx
 import pytest
 
-from tests.e2e.conftest import CHROMIUM, DIST_INDEX, screenshot
+from tests.e2e.conftest import DIST_INDEX, screenshot
 from tests.service_harness import cartpole_video_spec
 
 pytestmark = [
@@ -25,9 +25,6 @@ pytestmark = [
         not DIST_INDEX.is_file(),
         reason="the dashboard is not built (frontend/dist/index.html missing): "
         "run `npm ci && npm run build` in frontend/",
-    ),
-    pytest.mark.skipif(
-        not CHROMIUM.is_file(), reason="/usr/bin/chromium is missing: apt-get install -y chromium"
     ),
 ]
 playwright = pytest.importorskip(

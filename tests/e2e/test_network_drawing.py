@@ -12,12 +12,11 @@ import re
 
 import pytest
 
-from tests.e2e.conftest import CHROMIUM, DIST_INDEX, screenshot
+from tests.e2e.conftest import DIST_INDEX, screenshot
 from tests.networks.test_graph_spec import DESCRIPTION
 
 pytestmark = [
     pytest.mark.skipif(not DIST_INDEX.is_file(), reason="the dashboard is not built"),
-    pytest.mark.skipif(not CHROMIUM.is_file(), reason="/usr/bin/chromium is missing"),
 ]
 playwright = pytest.importorskip("playwright.sync_api", reason="playwright is not installed")
 expect = playwright.expect

@@ -20,11 +20,10 @@ import httpx
 import numpy as np
 import pytest
 
-from tests.e2e.conftest import CHROMIUM, DIST_INDEX, screenshot
+from tests.e2e.conftest import DIST_INDEX, screenshot
 
 pytestmark = [
     pytest.mark.skipif(not DIST_INDEX.is_file(), reason="the dashboard is not built"),
-    pytest.mark.skipif(not CHROMIUM.is_file(), reason="/usr/bin/chromium is missing"),
 ]
 playwright = pytest.importorskip("playwright.sync_api", reason="playwright is not installed")
 expect = playwright.expect

@@ -16,12 +16,11 @@ from typing import Any
 
 import pytest
 
-from tests.e2e.conftest import CHROMIUM, DIST_INDEX, screenshot
+from tests.e2e.conftest import DIST_INDEX, screenshot
 from tests.service_harness import tiny_ppo_spec
 
 pytestmark = [
     pytest.mark.skipif(not DIST_INDEX.is_file(), reason="the dashboard is not built"),
-    pytest.mark.skipif(not CHROMIUM.is_file(), reason="/usr/bin/chromium is missing"),
 ]
 playwright = pytest.importorskip("playwright.sync_api", reason="playwright is not installed")
 expect = playwright.expect
