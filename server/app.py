@@ -151,7 +151,7 @@ def tune_gc_for_serving() -> tuple[int, ...]:
 
     Under load (``bench/reliability_load.py``: two runs training on a 2-core machine,
     websocket followers and pollers on the API), each full collection walked the ~150k
-    start-up objects: 74-190 ms with the event loop stopped, the API's slowest requests.
+    start-up objects: 74-214 ms with the event loop stopped, the API's slowest requests.
     Frozen, one walks what serving has kept (~30k objects) in ~20 ms, and with the higher
     threshold a 20 s run of that bench has one young collection and no full one.
     Collecting first leaves only live objects to freeze.
