@@ -9,6 +9,7 @@ import {
   isDownsampled,
   nonFinitePoints,
   seriesFromWire,
+  truncateAfter,
   type Series,
 } from "../src/charts/series";
 import { smoothEma } from "../src/charts/smoothing";
@@ -43,6 +44,16 @@ describe("merging downsampled history with live points", () => {
       min: [0.5, 2, 1],
       max: [1.5, 2, "Infinity"],
     });
+
+  it("drops the points after a rewind's step, then takes the retrained ones", () => {
+    const series = history();
+    expect(truncateAfter(series, 300)).toBe(false); // nothing after it
+    expect(truncateAfter(series, 150)).toBe(true);
+    expect(series.step).toEqual([100]);
+    expect([series.wall, series.value, series.min, series.max].map((c) => c.length)).toEqual([1, 1, 1, 1]);
+    expect(appendPoint(series, 200, 7)).toBe(true); // the step stored before the rewind, again
+    expect(series.value).toEqual([1, 7]);
+  });
 
   it("appends only points newer than the history's last step", () => {
     const series = history();

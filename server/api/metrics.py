@@ -18,9 +18,9 @@ from server.schemas import MetricsPublic, PhasePublic, SeriesPublic
 from server.store.metrics_query import (
     all_points,
     last_seq,
-    metric_keys,
+    metric_counts,
     phase_at,
-    read_series,
+    read_many,
     snapshot,
 )
 
@@ -53,13 +53,10 @@ def get_metrics(
         )
     with snapshot(engine) as conn:
         seq = last_seq(conn, run.id)
-        known = metric_keys(conn, run.id)
-        known_set = set(known)
-        wanted = known if asked is None else [k for k in asked if k in known_set]
-        series = {
-            key: SeriesPublic(**read_series(conn, run.id, key, after_step, max_points).as_dict())
-            for key in wanted
-        }
+        known = metric_counts(conn, run.id)
+        wanted = known if asked is None else {k: known[k] for k in asked if k in known}
+        read = read_many(conn, run.id, wanted, after_step, max_points)
+        series = {key: SeriesPublic(**found.as_dict()) for key, found in read.items()}
         phase = phase_at(conn, run.id, seq)
     return MetricsPublic(
         series=series, last_seq=seq, phase=None if phase is None else PhasePublic(**phase)

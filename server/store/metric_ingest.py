@@ -96,7 +96,7 @@ def store_metrics(session: Session, run: RunRow, batch: Sequence[MetricPoint]) -
                 }
             )
             for size in ROLLUP_SIZES:
-                _merge_rollup(rollups, run_id, key, size, index // size, (step, wall_time), stored)
+                merge_rollup(rollups, run_id, key, size, index // size, (step, wall_time), stored)
         encoded = {k: values.encode(float(v)) for k, v in metrics.items()}
         latest.update(encoded)
         run.steps = step
@@ -131,7 +131,7 @@ def store_metrics(session: Session, run: RunRow, batch: Sequence[MetricPoint]) -
     return len(events)
 
 
-def _merge_rollup(
+def merge_rollup(
     rollups: dict[tuple[str, int, int], dict[str, Any]],
     run_id: str,
     key: str,

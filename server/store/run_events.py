@@ -1,6 +1,7 @@
 """Recording what happens in a run: the one public path for its events.
 
-A run's events (``metrics``, ``log``, ``phase``, ``checkpoint``, ``video`` and ``status``)
+A run's events (``metrics``, ``log``, ``phase``, ``checkpoint``, ``video``, ``rewind`` and
+``status``)
 are numbered by ``seq`` from the run row's ``last_seq`` counter, incremented in the
 transaction that stores the event with the run's row locked (``lock_run``): per run, from
 1, without gaps, on SQLite and PostgreSQL alike.
@@ -18,7 +19,11 @@ endpoint says; ``ReportItem.wire`` and ``from_wire`` are its JSON form:
 - ``{"type": "checkpoint", "step": int, "size_bytes": int, "created_at": float, "url": str}``
   for a checkpoint already in the run's ``checkpoints/``;
 - ``{"type": "video", "step": int, "filename": str, "episode_reward": value,
-  "episode_length": int}`` for a video already in the run's ``videos/``.
+  "episode_length": int}`` for a video already in the run's ``videos/``;
+- ``{"type": "rewind", "step": int}``: the run resumes from its checkpoint of ``step``, and
+  the metrics stored after it are deleted (``metric_rewind``); where there were some, a
+  ``rewind`` event ``{"step": int, "from_step": int}`` says so (a follower drops its points
+  after ``step``).
 """
 
 from __future__ import annotations
@@ -35,10 +40,11 @@ from sqlalchemy.orm import Session, sessionmaker
 from server import values
 from server.store.db import transaction
 from server.store.metric_ingest import MetricPoint, store_metrics
+from server.store.metric_rewind import rewind_metrics
 from server.store.models import EventRow, RunRow, VideoRow
 from server.store.run_status import PHASES
 
-REPORT_KINDS = ("metrics", "log", "phase", "checkpoint", "video")
+REPORT_KINDS = ("metrics", "log", "phase", "checkpoint", "video", "rewind")
 
 
 class RunNotFound(Exception):
@@ -188,11 +194,21 @@ def _record_video(session: Session, run: RunRow, p: dict[str, Any]) -> None:
     store_video(session, run, int(p["step"]), p["filename"], reward, int(p["episode_length"]))
 
 
+def _record_rewind(session: Session, run: RunRow, p: dict[str, Any]) -> None:
+    step = int(p["step"])
+    if step < 0:
+        raise ValueError(f"a rewind's step is {step}, below 0")
+    newest = rewind_metrics(session, run, step)
+    if newest is not None:
+        append_event(session, run, "rewind", {"step": step, "from_step": newest})
+
+
 _RECORDERS: dict[str, Callable[[Session, RunRow, dict[str, Any]], None]] = {
     "log": _record_log,
     "phase": _record_phase,
     "checkpoint": _record_checkpoint,
     "video": _record_video,
+    "rewind": _record_rewind,
 }
 
 

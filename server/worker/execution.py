@@ -122,6 +122,8 @@ class RunExecution:
             if start is not None:
                 initial = algorithm.load_state(str(start), env, networks, config, teacher)
                 self._resuming(start, int(initial.steps_taken))
+            # Metrics stored after the start by an earlier attempt are of a lost state.
+            self.reporter.rewind(0 if initial is None else int(initial.steps_taken))
             log("compiling and training (the first iteration includes the compile)")
             algorithm.train(
                 env,

@@ -52,6 +52,10 @@ class Reporter(Protocol):
     def phase(self, name: str, since: float) -> None:
         """The run entered phase ``name`` (``run_progress.PHASES``) at ``since`` (epoch s)."""
 
+    def rewind(self, step: int) -> None:
+        """The run trains from ``step`` (its start, or the checkpoint it resumes from):
+        metrics stored after it are deleted (``server.store.metric_rewind``)."""
+
     def flush(self) -> None: ...
     def cancel_requested(self) -> bool: ...
     def run_spec(self, run_id: str) -> dict[str, Any]:
@@ -118,6 +122,9 @@ class QueuedReporter:
     def phase(self, name: str, since: float) -> None:
         """A ``phase`` event for the run's stream (see ``run_progress``)."""
         self._put(ReportItem("phase", {"phase": name, "since": since}))
+
+    def rewind(self, step: int) -> None:
+        self._put(ReportItem("rewind", {"step": step}))
 
     def flush(self) -> None:
         """Waits until every report is stored; raises ``ReportFailed`` if one was not."""

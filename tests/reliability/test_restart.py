@@ -1,7 +1,8 @@
 """The service dies and comes back, on one data directory: ``kill -9`` of the supervisor
 alone, then of the whole service (API, supervisor and run processes), then a ``SIGTERM``.
 After each restart the running run was requeued (``interrupted``, then ``queued``) and
-resumes from its newest complete checkpoint; no metric step is stored twice; the queued run
+resumes from its newest complete checkpoint (the steps stored after it are rewound and
+trained again); no metric step is stored twice, none is lost; the queued run
 is still queued; no run is claimed twice. A warm stop checkpoints, requeues and exits 0.
 
 The tests share one data directory and follow each other (one story in three acts). The
@@ -91,30 +92,36 @@ def _check_resumed(svc: ReliableService, story: Story, before: set, attempts: in
     checkpoints = svc.checkpoints_dir(run_id)
     assert incomplete_checkpoints(checkpoints) == []
     newest = checkpoint_steps(checkpoints)[-1]
-    # Claimed again (``attempts``), then the new process says where it resumes from. Steps
-    # the killed process stored late can satisfy a wait on ``steps`` before the new process
-    # has done anything, so progress is measured from what was stored when it started.
+    # Claimed again (``attempts``), then the new process says where it resumes from; its
+    # progress is read from the events it stores (``steps`` goes back at a rewind).
     svc.wait_for(run_id, ["running"], 120, lambda r: r["attempts"] >= attempts)
     statuses = svc.statuses(run_id)
     assert statuses[-3:] == ["interrupted", "queued", "running"], statuses
     assert statuses.count("running") == attempts == svc.run(run_id)["attempts"]
 
-    def resumed_lines() -> list[str]:
-        events = svc.stored_events(run_id)
-        restart_seq = max(e["seq"] for e in events if e["type"] == "status")
-        return [e["line"] for e in events if e["type"] == "log" and e["seq"] > restart_seq - 3]
+    def restart_seq() -> int:
+        return max(e["seq"] for e in svc.stored_events(run_id) if e["type"] == "status")
+
+    def resumed(kind: str) -> list[dict[str, Any]]:
+        """The events of ``kind`` that the resumed process stored."""
+        since = restart_seq()
+        return [e for e in svc.stored_events(run_id) if e["type"] == kind and e["seq"] > since]
 
     lines = wait_until(
         "the resumed run's log",
-        lambda: [line for line in resumed_lines() if "resuming from" in line],
+        lambda: [e["line"] for e in resumed("log") if "resuming from" in e["line"]],
     )
-    # The first step stored after the restart follows the newest checkpoint (older steps
-    # that the resumed run repeats are not stored again).
-    assert any(f"step_{newest:010d}" in line or f"(step {newest})" in line for line in lines), (
-        resumed_lines()
+    assert any(f"step_{newest:010d}" in line or f"(step {newest})" in line for line in lines), lines
+    # Steps stored after the newest checkpoint (the killed process trained past it) are
+    # rewound and trained again: the resumed run stores every step after the checkpoint, and
+    # when it is past them all, none of the steps stored before is missing.
+    past = max(step for step, _ in before) + ITERATION
+    wait_until(
+        "the resumed run past the steps stored before",
+        lambda: any(e["step"] > past for e in resumed("metrics")),
     )
-    stored_at_start = max(step for step, _, _ in svc.metric_rows(run_id))
-    svc.wait_for(run_id, ["running"], 120, lambda r: r["steps"] > stored_at_start + ITERATION)
+    assert resumed("metrics")[0]["step"] == newest + ITERATION
+    assert all(e["step"] == newest for e in resumed("rewind"))
     after = svc.metric_rows(run_id)
     assert before <= {(step, key) for step, key, _ in after}
     assert len({(step, key) for step, key, _ in after}) == len(after)

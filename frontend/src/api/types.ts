@@ -93,8 +93,22 @@ export interface RecordingEvent extends EventBase {
   type: "recording";
   recording: Recording;
 }
+/** The run trains again from `step` (a checkpoint older than its newest metrics, at
+ * `from_step`): the stored points after `step` were deleted. */
+export interface RewindEvent extends EventBase {
+  type: "rewind";
+  step: number;
+  from_step: number;
+}
 export type RunEvent =
-  MetricsEvent | StatusEvent | VideoEvent | CheckpointEvent | LogEvent | PhaseEvent | RecordingEvent;
+  | MetricsEvent
+  | StatusEvent
+  | VideoEvent
+  | CheckpointEvent
+  | LogEvent
+  | PhaseEvent
+  | RecordingEvent
+  | RewindEvent;
 
 /** Events of the service-wide `WS /api/events`: every change a runs list shows. */
 interface ServiceEventBase {

@@ -73,6 +73,17 @@ export function appendEvent(store: Map<string, Series>, event: MetricsEvent): st
   return changed;
 }
 
+/** Drops the points after `step` (a rewind: the run trains those steps again). Returns
+ * whether any was dropped. */
+export function truncateAfter(series: Series, step: number): boolean {
+  const keep = series.step.findIndex((s) => s > step);
+  if (keep < 0) return false;
+  for (const column of [series.step, series.wall, series.value, series.min, series.max]) {
+    column.length = keep;
+  }
+  return true;
+}
+
 /** True where some bucket merged several points (its min or max differs from its value). */
 export function isDownsampled(series: Series): boolean {
   return series.value.some((v, i) => !sameNumber(series.min[i], v) || !sameNumber(series.max[i], v));

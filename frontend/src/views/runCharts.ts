@@ -10,7 +10,7 @@ import { LineChart, type ShadedBand } from "../charts/lineChart";
 import { alignSeries, firstWallTime, toPlotData, type PlotData, type ViewSettings } from "../charts/plotData";
 import { familyId, quantileFamilies, quantileLayout, type QuantileFamily } from "../charts/quantiles";
 import { seriesCsv } from "../charts/chartExport";
-import { appendEvent, emptySeries, seriesFromWire, type Series } from "../charts/series";
+import { appendEvent, emptySeries, seriesFromWire, truncateAfter, type Series } from "../charts/series";
 import { WallClock } from "../charts/wallClock";
 import { formatDuration, h } from "../dom";
 import type { WireSeries } from "../api/types";
@@ -80,6 +80,12 @@ export class RunCharts {
     for (const [key, wire] of Object.entries(series)) this.store.set(key, seriesFromWire(wire));
     this.layoutStale = true;
     this.markAll();
+  }
+
+  /** A `rewind` event: the points after `step` are gone from the run's history. */
+  rewind(step: number): void {
+    for (const [key, series] of this.store) if (truncateAfter(series, step)) this.dirty.add(key);
+    this.schedule();
   }
 
   /** A live (or replayed) metrics event from the stream. */

@@ -290,6 +290,10 @@ export function runPageView(main: HTMLElement, { params, query }: RouteContext):
       case "recording":
         recordings.upsert(event.recording);
         break;
+      case "rewind":
+        charts.rewind(event.step);
+        refreshRunSoon.call();
+        break;
     }
   };
   const describeState = (state: StreamState, detail?: string): void =>

@@ -15,7 +15,14 @@ import pytest
 from sqlalchemy import Engine, event, text
 
 from server.store.db import make_engine, make_sessionmaker, migrate
-from server.store.metrics_query import last_seq, read_series, snapshot
+from server.store.metrics_query import (
+    last_seq,
+    metric_counts,
+    read_many,
+    read_series,
+    snapshot,
+)
+from server.store.run_events import ReportItem
 from server.store.run_store import RunStore
 
 
@@ -153,6 +160,100 @@ def test_a_repeated_step_is_not_stored_twice(store: RunStore) -> None:
     with _engine(store).connect() as conn:
         assert read_series(conn, run_id, "k", -1, 10).as_dict()["value"] == [1.0, 2.0]
     assert [e["type"] for e in store.events_after(run_id, 0)] == ["status", "metrics", "metrics"]
+
+
+def _read_all(store: RunStore, run_id: str, key: str) -> list[dict[str, Any]]:
+    with _engine(store).connect() as conn:
+        return [
+            read_series(conn, run_id, key, after, max_points).as_dict()
+            for after, max_points in [(-1, 100), (-1, 1000), (-1, 20_000), (10 * 3_333, 200)]
+        ]
+
+
+def _rollups(store: RunStore, run_id: str) -> list[tuple[Any, ...]]:
+    with _engine(store).connect() as conn:
+        return [
+            tuple(row)
+            for row in conn.execute(
+                text(
+                    "SELECT key, size, chunk, first_step, last_step, last_value, min_value, "
+                    "max_value, nans, last_wall_time FROM metric_rollups WHERE run_id = :r "
+                    "ORDER BY key, size, chunk"
+                ),
+                {"r": run_id},
+            )
+        ]
+
+
+def test_a_rewound_run_reads_as_if_it_had_never_trained_past_its_checkpoint(
+    store: RunStore,
+) -> None:
+    """A run killed between storing step 90,000's metrics and finishing that checkpoint
+    resumes from step 60,000 and trains again: the stored points after it go, rollups and
+    counts included, and what the retraining stores reads exactly as a run that only
+    ever trained that way."""
+    rng = random.Random(2)
+    lost = [(10 * (i + 1), rng.uniform(-1, 1)) for i in range(9_000)]
+    lost[7_000] = (lost[7_000][0], 99.0)  # a spike after the checkpoint: it must go
+    again = [(10 * (i + 1), rng.uniform(-1, 1)) for i in range(6_000, 10_000)]
+    run_id = _new_run(store, lost)
+    late = [(90_010, _wall(90_010), {"late": 1.0})]  # a key with points after it only
+    assert store.record_metrics_batch(run_id, late) == 1
+    store.record_items(run_id, [ReportItem("rewind", {"step": 60_000})])
+    run = store.get(run_id)
+    assert run.steps == 60_000
+    assert run.latest_metrics == {"k": lost[5_999][1]}
+    rewind = store.events_after(run_id, run.last_seq - 1)
+    assert [(e["type"], e["step"], e["from_step"]) for e in rewind] == [("rewind", 60_000, 90_010)]
+    for i in range(0, len(again), 50):  # in batches, as a run process reports
+        batch = [(step, _wall(step), {"k": value}) for step, value in again[i : i + 50]]
+        assert store.record_metrics_batch(run_id, batch) == len(batch)
+    expected = _new_run(store, lost[:6_000] + again)
+    assert _read_all(store, run_id, "k") == _read_all(store, expected, "k")
+    assert _rollups(store, run_id) == _rollups(store, expected)
+    assert store.get(run_id).latest_metrics == store.get(expected).latest_metrics
+    with _engine(store).connect() as conn:
+        assert read_series(conn, run_id, "late", -1, 10).as_dict()["step"] == []
+        counts = conn.execute(
+            text("SELECT key, count FROM metric_keys WHERE run_id = :r"), {"r": run_id}
+        ).all()
+    assert [tuple(c) for c in counts] == [("k", 10_000)]
+    # Rewinding to where the run is, or past it, changes nothing and says nothing.
+    seq = store.get(run_id).last_seq
+    store.record_items(run_id, [ReportItem("rewind", {"step": 100_000})])
+    store.record_items(run_id, [ReportItem("rewind", {"step": 200_000})])
+    assert store.get(run_id).last_seq == seq and store.get(run_id).steps == 100_000
+
+
+def test_many_keys_read_at_once_equal_each_read_alone(store: RunStore) -> None:
+    """``read_many`` (one statement for the keys read raw) against ``read_series`` per key:
+    small and rollup-sized keys, NaNs and infinities, a key with one point, whole-history
+    and after-step reads, every key or a few."""
+    rng = random.Random(3)
+    run = store.create({}, kind="ppo", name="many", tags=[], notes="", total_steps=1)
+    small = {f"s{i:02d}": [float(i) for _ in range(40)] for i in range(30)}
+    small["s07"][5], small["s08"][6] = float("nan"), float("-inf")
+    big = {"big": [rng.gauss(0, 1) for _ in range(9_000)]}
+    entries = []
+    for i in range(9_000):
+        step = 10 * (i + 1)
+        point = {key: series[i] for key, series in {**small, **big}.items() if i < len(series)}
+        entries.append((step, _wall(step), point))
+    entries.append((100_000, _wall(100_000), {"once": 1.0}))
+    for i in range(0, len(entries), 500):
+        store.record_metrics_batch(run.id, entries[i : i + 500])
+    with _engine(store).connect() as conn:
+        counts = metric_counts(conn, run.id)
+        assert counts["s00"] == 40 and counts["big"] == 9_000 and counts["once"] == 1
+        for after, max_points in [(-1, 1000), (-1, 30), (-1, 1), (200, 1000), (50_000, 100)]:
+            for keys in (counts, {k: counts[k] for k in ("once", "s08", "big")}):
+                together = read_many(conn, run.id, keys, after, max_points)
+                alone = {k: read_series(conn, run.id, k, after, max_points) for k in keys}
+                assert list(together) == list(keys)
+                assert {k: v.as_dict() for k, v in together.items()} == {
+                    k: v.as_dict() for k, v in alone.items()
+                }
+        assert read_many(conn, run.id, {}, -1, 10) == {}
 
 
 def test_unknown_key_and_empty_run(store: RunStore, tmp_path: Path) -> None:
