@@ -186,6 +186,45 @@ def test_sigterm_checkpoints_requeues_and_exits_0(story: Story) -> None:
     run.client.close()
 
 
+def test_kill_9_before_the_first_checkpoint_then_restart(tmp_path: Path) -> None:
+    """Killed with metrics stored and no checkpoint yet (where a sweep trial was when CI
+    killed it): the run starts over, the stored metrics are rewound to step 0 and stored
+    again, and a cancel soon after ends it at its final checkpoint's step, not at the steps
+    of the killed process."""
+    data_dir = tmp_path / "data"
+    svc = ReliableService(data_dir).start()
+    try:
+        spec = tiny_ppo_spec(50_000_000, checkpoint_every_steps=10_000_000)
+        run_id = svc.submit(spec)["id"]
+        svc.wait_for(run_id, ["running"], 120, lambda r: r["steps"] >= 3 * ITERATION)
+        assert checkpoint_steps(svc.checkpoints_dir(run_id)) == []
+        stored = max(step for step, _, _ in svc.metric_rows(run_id))
+        svc.close()  # SIGKILL of the whole service
+        svc = ReliableService(data_dir).start()
+        svc.wait_for(run_id, ["running"], 120, lambda r: r["attempts"] >= 2)
+
+        def resumed(kind: str) -> list[dict[str, Any]]:
+            events = svc.stored_events(run_id)
+            since = max(e["seq"] for e in events if e["type"] == "status")
+            return [e for e in events if e["type"] == kind and e["seq"] > since]
+
+        wait_until("the restarted run's first metrics", lambda: resumed("metrics"))
+        assert resumed("metrics")[0]["step"] == ITERATION
+        [rewind] = resumed("rewind")
+        assert rewind["step"] == 0 and rewind["from_step"] >= stored
+        assert svc.client.post(f"/api/runs/{run_id}/cancel").status_code == 202
+        run = svc.wait_for(run_id, timeout=120)
+        assert run["status"] == "cancelled"
+        assert checkpoint_steps(svc.checkpoints_dir(run_id))[-1] == run["steps"]
+        rows = svc.metric_rows(run_id)
+        assert len({(step, key) for step, key, _ in rows}) == len(rows)
+        steps = sorted({step for step, _, _ in rows})
+        assert steps == list(range(ITERATION, run["steps"] + 1, ITERATION))
+        assert database_problems(svc.db_url) == []
+    finally:
+        svc.close()
+
+
 @pytest.mark.slow
 def test_kill_9_under_a_playground_run_then_restart(tmp_path: Path) -> None:
     data_dir = tmp_path / "data"
