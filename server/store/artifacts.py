@@ -7,10 +7,12 @@ directory are never followed or archived.
 
 from __future__ import annotations
 
+import functools
 import io
 import os
 import re
 import shutil
+import stat
 import tarfile
 import tempfile
 from dataclasses import dataclass
@@ -64,10 +66,17 @@ def list_checkpoints(run_dir: Path) -> list[Checkpoint]:
     found = []
     for name in names:
         match = STEP_DIR.fullmatch(name)
-        path = directory / name
-        if match is None or path.is_symlink() or not path.is_dir():
+        if match is None:
             continue
-        found.append(Checkpoint(int(match.group(1)), path, _tree_size(path), path.stat().st_mtime))
+        path = directory / name
+        try:
+            info = path.lstat()
+        except OSError:  # deleted meanwhile
+            continue
+        if not stat.S_ISDIR(info.st_mode):  # a link (lstat) or a file
+            continue
+        size = _checkpoint_size(str(path), info.st_ino, info.st_mtime_ns)
+        found.append(Checkpoint(int(match.group(1)), path, size, info.st_mtime))
     return found
 
 
@@ -77,6 +86,16 @@ def find_checkpoint(run_dir: Path, step: int | None) -> Checkpoint | None:
     if step is None:
         return checkpoints[-1] if checkpoints else None
     return next((c for c in checkpoints if c.step == step), None)
+
+
+@functools.lru_cache(maxsize=4096)
+def _checkpoint_size(path: str, _inode: int, _mtime_ns: int) -> int:
+    """``_tree_size`` of a complete checkpoint, once per directory: a checkpoint is written
+    under a hidden name and renamed into place whole, and one replaced at the same step is
+    another directory (another inode), so its size is sized once, not on every listing
+    (the pollers' ``GET .../checkpoints`` walked every file of every checkpoint: the API's
+    busiest handler under load)."""
+    return _tree_size(Path(path))
 
 
 def _tree_size(path: Path) -> int:

@@ -3,8 +3,12 @@ the files inside it, links neither counted nor followed."""
 
 from __future__ import annotations
 
+import os
 from pathlib import Path
 
+import pytest
+
+from server.store import artifacts
 from server.store.artifacts import list_checkpoints
 
 
@@ -33,3 +37,31 @@ def test_checkpoint_sizes_count_the_files_inside_and_no_links(tmp_path: Path) ->
 
 def test_a_run_without_checkpoints_lists_none(tmp_path: Path) -> None:
     assert list_checkpoints(tmp_path / "run") == []
+
+
+def test_a_checkpoint_is_sized_once_and_again_when_replaced(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    walked: list[Path] = []
+    tree_size = artifacts._tree_size
+
+    def counting(path: Path) -> int:
+        walked.append(path)
+        return tree_size(path)
+
+    monkeypatch.setattr(artifacts, "_tree_size", counting)
+    checkpoints = tmp_path / "run" / "checkpoints"
+    for step, size in ((10, 3), (20, 4)):
+        (checkpoints / f"step_{step:010d}").mkdir(parents=True)
+        (checkpoints / f"step_{step:010d}" / "a").write_bytes(b"x" * size)
+    assert [c.size_bytes for c in list_checkpoints(tmp_path / "run")] == [3, 4]
+    assert [c.size_bytes for c in list_checkpoints(tmp_path / "run")] == [3, 4]
+    assert len(walked) == 2  # the second listing sized nothing
+    # Step 20 saved again: written under a hidden name, renamed over the old one's.
+    replacement = checkpoints / ".step_0000000020.tmp"
+    replacement.mkdir()
+    (replacement / "a").write_bytes(b"x" * 9)
+    os.rename(checkpoints / "step_0000000020", checkpoints / ".old")
+    os.rename(replacement, checkpoints / "step_0000000020")
+    assert [c.size_bytes for c in list_checkpoints(tmp_path / "run")] == [3, 9]
+    assert walked[2:] == [checkpoints / "step_0000000020"]
