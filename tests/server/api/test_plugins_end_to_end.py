@@ -1,7 +1,8 @@
 """Plugin envs and networks through a live service: the example plugin
 (``tests/plugin_example``: env ``TwoLinkArm``, network ``plugin:tiny``, the broken env
 ``BrokenArm``) is listed, trains, resumes and exports; a name that is not an installed entry
-point is a 422 and imports nothing; a plugin that breaks is unavailable, or fails its run
+point is a 422 and imports nothing; a plugin run teaches a student and a sweep tunes the
+plugin network's keyword arguments; a plugin that breaks is unavailable, or fails its run
 with its traceback in the log."""
 
 from __future__ import annotations
@@ -119,6 +120,52 @@ def test_a_plugin_run_trains_resumes_and_exports(service: Service):
     obs = np.zeros((3, 8), np.float32)
     (action,) = program.call(obs)
     assert action.shape == (3, 2) and np.all(np.abs(action) <= 1)
+
+
+def test_a_plugin_run_teaches_a_student_and_a_sweep_tunes_its_network(service: Service):
+    teacher = service.submit(arm_spec())
+    assert service.wait_for(teacher["id"], timeout=300)["status"] == "succeeded"
+    student = service.submit(
+        {
+            **arm_spec(),
+            "kind": "distillation",
+            "teacher": {"run_id": teacher["id"], "step": None},
+            "config": {
+                "distillation": {"n_envs": 8, "rollout_length": 8, "total_steps": 128},
+                "eval": {"enabled": False},
+                "checkpoint_every_steps": 64,
+            },
+        }
+    )
+    taught = service.wait_for(student["id"], timeout=300)
+    logs = service.client.get(f"/api/runs/{student['id']}/logs").text
+    assert taught["status"] == "succeeded", logs
+    assert f"teacher: run {teacher['id']}, checkpoint step 128" in logs
+    assert "losses/distillation" in taught["latest_metrics"]
+    checkpoints = service.client.get(f"/api/runs/{student['id']}/checkpoints").json()["items"]
+    assert [c["step"] for c in checkpoints] == [64, 128]
+
+    # A grid over the plugin network's own keyword argument: one trial per value.
+    body = {
+        "spec": arm_spec(),
+        "space": {"network.kwargs.hidden": {"grid": [4, 16]}},
+        "method": "grid",
+        "objective": {"metric": "losses/total", "mode": "min"},
+    }
+    created = service.client.post("/api/sweeps", json=body, timeout=180)
+    assert created.status_code == 201, created.text
+    sweep_id = created.json()["id"]
+    deadline = time.monotonic() + 300
+    while (swept := service.client.get(f"/api/sweeps/{sweep_id}").json())["status"] == "running":
+        assert time.monotonic() < deadline, swept
+        time.sleep(0.5)
+    assert swept["status"] == "finished", swept
+    trials = swept["trials"]
+    assert sorted(t["params"]["network.kwargs.hidden"] for t in trials) == [4, 16]
+    assert all(t["status"] == "succeeded" and t["objective"] is not None for t in trials), trials
+    for trial in trials:
+        spec = service.run(trial["run_id"])["spec"]
+        assert spec["network"]["kwargs"]["hidden"] == trial["params"]["network.kwargs.hidden"]
 
 
 def test_a_plugin_env_that_breaks_mid_run_fails_the_run_with_its_traceback(service: Service):
