@@ -21,10 +21,13 @@ import tempfile
 import time
 import uuid
 import warnings
+import zipfile
 from collections.abc import Mapping, Sequence
 from pathlib import Path
 from types import TracebackType
 from typing import Any, Literal, Protocol
+
+import numpy as np
 
 from nnx_ppo.client.client import default_token, default_url
 from nnx_ppo.tracking.http import ReportClient, TrackingError, encode_value
@@ -108,6 +111,9 @@ class TrackedRun:
         """A line for the run's log in the dashboard (live in its stream; the whole log is
         uploaded as the run's log file when it finishes)."""
         self._sink.put({"type": "log", "line": str(line)})
+        self._log_file(str(line))
+
+    def _log_file(self, line: str) -> None:
         with open(self._scratch / "run.log", "a", encoding="utf-8") as out:
             out.write(f"{line}\n")
 
@@ -150,6 +156,68 @@ class TrackedRun:
             "url": f"/api/runs/{self.id}/checkpoints/{int(step)}",
         }
         self._sink.put(Upload(f"/checkpoints/{int(step)}", archive, announce))
+
+    def upload_recording(
+        self,
+        activations: Mapping[str, Any],
+        dones: Any,
+        *,
+        step: int,
+        seed: int = 0,
+        env: str | None = None,
+        env_overrides: Mapping[str, Any] | None = None,
+        obs: Any = None,
+        actions: Any = None,
+        rewards: Any = None,
+    ) -> None:
+        """A recording of the network's units made here, uploaded as one of the run's
+        recordings (its Recordings tab, ``GET .../recordings``, the same ``.npz`` download).
+
+        ``activations, dones`` are what ``record_activations_rollout`` returns: ``[T, N,
+        units]`` per population or module path, and the ``[T, N]`` pre-step mask. ``obs``,
+        ``actions``, ``rewards`` (arrays or dicts of arrays) are those of the same steps.
+
+        Args:
+            step: The checkpoint step whose network was recorded.
+            seed: The seed of the env resets.
+            env: The env's name (the dashboard shows it).
+            env_overrides: Its overrides.
+
+        Raises:
+            ValueError: Arrays whose first two axes are not ``dones``' ``[T, N]``, a
+                ``dones`` that is not ``[T, N]``, no activations.
+        """
+        arrays = {f"activations/{key}": np.asarray(value) for key, value in activations.items()}
+        arrays["dones"] = np.asarray(dones, dtype=bool)
+        for kind, value in (("obs", obs), ("actions", actions), ("rewards", rewards)):
+            if isinstance(value, Mapping):
+                arrays.update({f"{kind}/{k}": np.asarray(v) for k, v in value.items()})
+            elif value is not None:
+                arrays[kind] = np.asarray(value)
+        shape = arrays["dones"].shape
+        if len(shape) != 2 or not activations:
+            raise ValueError(f"a recording needs activations and dones [T, N], got dones {shape}")
+        wrong = {k: a.shape for k, a in arrays.items() if a.shape[:2] != shape}
+        if wrong:
+            raise ValueError(f"arrays whose first axes are not dones' {shape}: {wrong}")
+        name = uuid.uuid4().hex
+        path = self._scratch / f"{name}.npz"
+        meta = {
+            "step": int(step),
+            "seed": int(seed),
+            "env": {"name": env or "", "overrides": dict(env_overrides or {})},
+        }
+        with zipfile.ZipFile(path, "w", zipfile.ZIP_STORED, allowZip64=True) as archive:
+            for key, array in arrays.items():
+                with archive.open(f"{key}.npy", "w", force_zip64=True) as member:
+                    np.lib.format.write_array(member, array, allow_pickle=False)
+            archive.writestr("meta.json", json.dumps(meta))
+        line = (
+            f"recording uploaded: checkpoint step {int(step)}, {shape[0]} steps x {shape[1]} "
+            f"envs, {len(activations)} populations"
+        )
+        self._sink.put(Upload(f"/recordings/{name}", path, {"type": "log", "line": line}))
+        self._log_file(line)
 
     def should_stop(self) -> bool:
         """Whether the run was cancelled in the dashboard (as of the last heartbeat)."""

@@ -3,10 +3,11 @@ run token (never the admin token; ``server.store.run_reports``). A token opens t
 routes for its own run alone, while it runs; it can read the spec and checkpoints of the
 runs that its spec names (``teacher``, ``resume_from``).
 
-Uploads (checkpoint archives, videos) are streamed to a hidden file in the run's
-directory with their SHA-256 computed on the way, refused past ``max_upload_bytes`` or on
-a checksum that differs from ``X-Content-SHA256``, and moved into place atomically: a
-retried upload replaces the file with the same bytes.
+Uploads (checkpoint archives, videos, recordings a tracked run's script made) are streamed
+to a hidden file in the run's directory with their SHA-256 computed on the way, refused past
+``max_upload_bytes`` or on a checksum that differs from ``X-Content-SHA256``, and moved into
+place atomically: a retried upload replaces the file with the same bytes (a recording's gives
+the recording stored the first time).
 """
 
 from __future__ import annotations
@@ -24,9 +25,19 @@ from fastapi.responses import FileResponse
 from pydantic import BaseModel, Field
 from starlette.concurrency import run_in_threadpool
 
-from server.api.deps import RUN_ID, ReportingRun, Services, ServicesDep, Token, lookup_run
+from server.api.deps import (
+    RUN_ID,
+    RecordingServices,
+    RecordingServicesDep,
+    ReportingRun,
+    Services,
+    ServicesDep,
+    Token,
+    lookup_run,
+)
+from server.recording import storage, upload
 from server.store import artifacts, run_reports
-from server.store.models import RunRow
+from server.store.models import RecordingRow, RunRow
 from server.store.run_reports import REPORT_KINDS, ReportItem, TokenRefused
 
 router = APIRouter(prefix="/runs/{run_id}/report", tags=["report"], include_in_schema=False)
@@ -166,6 +177,58 @@ async def put_video(
     upload = await _receive(request, videos, x_content_sha256, services.settings.max_upload_bytes)
     os.replace(upload, videos / filename)
     return {"filename": filename}
+
+
+@router.put("/recordings/{name}", status_code=201)
+async def put_recording(
+    run: ReportingRun,
+    name: str,
+    request: Request,
+    services: ServicesDep,
+    recordings: RecordingServicesDep,
+    x_content_sha256: Annotated[str, Header(pattern=r"^[0-9a-fA-F]{64}$")],
+) -> dict[str, Any]:
+    """A recording the run's script made, as ``server.recording.upload`` describes; stored
+    as one of the run's recordings. ``name`` (32 hex digits) is the script's for it: a
+    retried upload gives the recording stored the first time."""
+    if not upload.UPLOAD_NAME.fullmatch(name):
+        raise HTTPException(422, "a recording upload's name is 32 hexadecimal digits")
+    directory = services.settings.run_dir(run.id)
+    marker = storage.recordings_dir(directory) / f".uploaded-{name}"
+    if marker.is_file():
+        return {"id": int(marker.read_text())}
+    limit = services.settings.max_upload_bytes
+    received = await _receive(request, storage.recordings_dir(directory), x_content_sha256, limit)
+    try:
+        row = await run_in_threadpool(
+            _store_recording, services, recordings, run.id, received, marker
+        )
+    except upload.BadRecording as error:
+        raise HTTPException(422, f"not a recording: {error}") from None
+    finally:
+        received.unlink(missing_ok=True)
+    return {"id": row.id}
+
+
+def _store_recording(
+    services: Services, recordings: RecordingServices, run_id: str, received: Path, marker: Path
+) -> RecordingRow:
+    directory = services.settings.run_dir(run_id)
+    staging, manifest = upload.stage_upload(
+        received, directory, run_id, services.settings.recording_max_bytes
+    )
+    try:
+        row = recordings.store.add_uploaded(
+            run_id,
+            manifest,
+            lambda recording_id: storage.publish(
+                staging, storage.recording_dir(directory, recording_id)
+            ),
+        )
+    finally:
+        shutil.rmtree(staging, ignore_errors=True)  # gone when published
+    marker.write_text(str(row.id))
+    return row
 
 
 @router.put("/log", status_code=201)

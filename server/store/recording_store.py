@@ -8,7 +8,9 @@ The recording runner (``server.recording.runner``) claims queued recordings olde
 
 from __future__ import annotations
 
+import math
 import time
+from collections.abc import Callable
 from dataclasses import dataclass
 from typing import Any
 
@@ -120,6 +122,38 @@ class RecordingStore:
                 created_at=time.time(),
             )
             session.add(row)
+            _event(session, row)
+            return row
+
+    def add_uploaded(
+        self, run_id: str, manifest: dict[str, Any], publish: Callable[[int], int]
+    ) -> RecordingRow:
+        """A recording its run's script made and uploaded (``server.recording.upload``):
+        succeeded from the start, with ``manifest``. In one transaction: the row, then
+        ``publish(id)`` (moves its files into place, returns their size), then its event; a
+        failed ``publish`` adds nothing (``RunNotFound`` for an unknown run)."""
+        activations = [a for a in manifest["arrays"].values() if a["kind"] == "activations"]
+        with transaction(self.sessions) as session:
+            lock_run(session, run_id)
+            now = time.time()
+            row = RecordingRow(
+                run_id=run_id,
+                status=RecordingStatus.SUCCEEDED.value,
+                step=int(manifest["step"]),
+                n_envs=int(manifest["n_envs"]),
+                episode_length=int(manifest["episode_length"]),
+                seed=int(manifest["seed"]),
+                video=False,
+                estimated_bytes=sum(4 * math.prod(a["shape"]) for a in activations),
+                manifest=manifest,
+                cancel_requested=False,
+                created_at=now,
+                started_at=now,
+                finished_at=now,
+            )
+            session.add(row)
+            session.flush()
+            row.bytes = publish(row.id)
             _event(session, row)
             return row
 

@@ -2,11 +2,15 @@
 PointReach and its run streams, survives a service restart with nothing lost, and its
 checkpoint downloads and resumes as a queued run; a killed script's run is ``crashed``
 after the (short) timeout; an offline run synced later is the same run, however often it
-is synced; a full buffer drops reports without blocking and says so."""
+is synced; a full buffer drops reports without blocking and says so; a recording made in
+the script uploads (online, or offline then synced) and lists, downloads and reads as the
+service's own."""
 
 from __future__ import annotations
 
+import base64
 import contextlib
+import io
 import json
 import subprocess
 import sys
@@ -14,12 +18,15 @@ import tempfile
 import time
 from collections.abc import Iterator
 from pathlib import Path
+from typing import Any
 
+import numpy as np
 import pytest
 
 from nnx_ppo.client.errors import ServiceUnavailable
 from nnx_ppo.tracking import track
-from nnx_ppo.tracking.http import ReportClient
+from nnx_ppo.tracking.http import ReportClient, ReportRefused
+from nnx_ppo.tracking.offline import sync
 from nnx_ppo.tracking.service import create_tracked_run
 from nnx_ppo.tracking.transport import DROPPED_METRIC, Transport
 from tests.service_harness import ROOT, TOKEN, Service, free_port
@@ -201,6 +208,91 @@ def test_a_full_buffer_drops_without_blocking_and_reports_the_count(service: Ser
     assert stored["steps"] == last
     lines = [e["line"] for e in events_until(service, run_id) if e["type"] == "log"]
     assert any(f"{dropped} report(s) did not fit" in line for line in lines)
+
+
+def _recording_arrays() -> dict[str, Any]:
+    """What ``record_activations_rollout`` gives (12 steps x 3 envs), with obs and rewards."""
+    rng = np.random.default_rng(0)
+    dones = np.zeros((12, 3), bool)
+    dones[9:, 2] = True
+    return {
+        "activations": {
+            "actor/layers/0": rng.normal(size=(12, 3, 5)).astype(np.float32),
+            "critic/layers/0": rng.normal(size=(12, 3, 4)).astype(np.float32),
+        },
+        "dones": dones,
+        "obs": rng.normal(size=(12, 3, 6)).astype(np.float32),
+        "rewards": {"reach": rng.normal(size=(12, 3)).astype(np.float32)},
+    }
+
+
+def _check_uploaded(service: Service, run_id: str, arrays: dict[str, Any]) -> None:
+    """The run has one recording, succeeded, that downloads as ``arrays`` and reads as
+    the Recordings tab reads it."""
+    (item,) = service.client.get(f"/api/runs/{run_id}/recordings").json()["items"]
+    assert item["status"] == "succeeded", item
+    assert (item["step"], item["seed"], item["n_envs"], item["episode_length"]) == (40, 7, 3, 12)
+    manifest = service.client.get(item["url"]).json()["manifest"]
+    assert manifest["populations"] == {"actor/layers/0": 5, "critic/layers/0": 4}
+    assert manifest["env"]["name"] == "PointReach"
+    data = service.client.get(item["data_url"])
+    assert data.status_code == 200
+    with np.load(io.BytesIO(data.content), allow_pickle=False) as npz:
+        assert set(npz.files) == {*arrays["activations"], "dones", "obs", "rewards/reach"}
+        for key, value in arrays["activations"].items():
+            np.testing.assert_array_equal(npz[key], value)
+        np.testing.assert_array_equal(npz["dones"], arrays["dones"])
+        np.testing.assert_array_equal(npz["rewards/reach"], arrays["rewards"]["reach"])
+    sliced = service.client.get(
+        f"{item['url']}/slice", params={"key": "actor/layers/0", "env": 2}
+    ).json()
+    assert (sliced["units"], sliced["points"], sliced["stride"]) == (5, 12, 1)
+    codes = np.frombuffer(base64.b64decode(sliced["codes"]), np.uint8).reshape(5, 12)
+    low, high = sliced["min"], sliced["max"]
+    want = arrays["activations"]["actor/layers/0"][:, 2].T  # env 2, units x time
+    np.testing.assert_allclose(low + codes * (high - low) / 254, want, atol=(high - low) / 254)
+
+
+def test_a_script_uploads_a_recording_online_and_offline(service: Service, tmp_path: Path):
+    arrays = _recording_arrays()
+    extra = {"step": 40, "seed": 7, "env": "PointReach"}
+    with track("recorded", url=service.url, token=TOKEN) as run:
+        run.upload_recording(**arrays, **extra)
+    _check_uploaded(service, str(run.id), arrays)
+    lines = [e["line"] for e in service.events(str(run.id)) if e["type"] == "log"]
+    assert "recording uploaded: checkpoint step 40, 12 steps x 3 envs, 2 populations" in lines
+
+    with track("recorded-offline", mode="offline", directory=tmp_path) as offline:
+        offline.upload_recording(**arrays, **extra)
+        with pytest.raises(ValueError, match="first axes are not dones"):
+            offline.upload_recording(**{**arrays, "obs": arrays["obs"][:5]}, **extra)
+    assert offline.directory is not None
+    _check_uploaded(service, sync(offline.directory, service.url, TOKEN), arrays)
+
+
+def test_a_recording_upload_is_checked_and_stored_once(service: Service, tmp_path: Path):
+    run_id, run_token = create_tracked_run(
+        service.url, TOKEN, name="uploads", config={}, tags=(), notes="", total_steps=0
+    )
+    client = ReportClient(service.url, run_id, run_token)
+    try:
+        not_npz = tmp_path / "x.npz"
+        not_npz.write_bytes(b"not a zip")
+        with pytest.raises(ReportRefused, match=r"\(422\).*not a \.npz file"):
+            client.upload(f"/recordings/{'a' * 32}", not_npz)
+        with pytest.raises(ReportRefused, match=r"\(422\).*32 hexadecimal digits"):
+            client.upload("/recordings/Not-A-Name", not_npz)
+        # A retried upload (the same name) is the recording stored the first time.
+        with track("writer", mode="offline", directory=tmp_path / "w") as writer:
+            writer.upload_recording(**_recording_arrays(), step=40, seed=7, env="PointReach")
+        assert writer.directory is not None
+        (upload,) = (writer.directory / "files").iterdir()
+        for _ in range(2):
+            client.upload(f"/recordings/{'b' * 32}", upload)
+        items = service.client.get(f"/api/runs/{run_id}/recordings").json()["items"]
+        assert [i["status"] for i in items] == ["succeeded"]
+    finally:
+        client.close()
 
 
 def events_until(service: Service, run_id: str) -> list[dict]:
