@@ -1,6 +1,7 @@
 """The run page's Recordings tab in a real Chromium against a real `nnx-ppo serve`: a
 recording of a small recurrent graph network (PointReachDict, four populations) opens as one
 heatmap and one projection per population under a step slider, all sharing one cursor;
+typed steps, or a Shift-drag across a heatmap, zoom every heatmap into those steps;
 env 0's video scrubs the cursor and a click on a heatmap seeks the video; a recording job
 is started, refused (422, shown by its field) and cancelled from the page.
 
@@ -157,6 +158,68 @@ def test_the_tab_draws_each_population_and_shares_one_cursor(server, desktop, re
     expect(heatmaps).to_have_count(len(populations))
     expect(heatmaps.first).to_have_attribute("data-cursor", "46")
     screenshot(page, "run-page-recording")
+
+
+def test_typed_or_shift_dragged_steps_zoom_every_heatmap(server, desktop, recording, run_id):
+    page, _ = desktop
+    populations = recording["manifest"]["populations"]
+    _open(page, server, run_id, recording["id"])
+    heatmaps = page.locator(".rec-heatmap")
+    expect(heatmaps).to_have_count(len(populations))
+    readout = page.locator(".rec-window-readout")
+    expect(readout).to_have_text(f"all {LENGTH} steps")
+
+    def shown() -> set[tuple[str, str]]:
+        return {
+            (t0, t1)
+            for t0, t1 in heatmaps.evaluate_all(
+                "(els) => els.map((e) => [e.dataset.t0, e.dataset.t1])"
+            )
+        }
+
+    # A window that is not one is refused where it was typed; nothing is reloaded.
+    page.locator("#rec-from").fill("40")
+    page.locator("#rec-to").fill("10")
+    page.get_by_role("button", name="Zoom").click()
+    expect(page.locator(".rec-window .field-error")).to_contain_text("Steps shown:")
+    assert shown() == {("0", str(LENGTH))}
+    # Steps 10-29 typed: every heatmap is redrawn from a slice of those steps, and the
+    # cursor (at 0, outside them) moves to the first.
+    page.locator("#rec-to").fill("29")
+    page.locator("#rec-from").fill("10")
+    page.get_by_role("button", name="Zoom").click()
+    expect(readout).to_have_text(f"steps 10\u201329 of {LENGTH}")
+    expect(page.locator(".rec-window .field-error")).to_be_hidden()
+    for i in range(len(populations)):
+        expect(heatmaps.nth(i)).to_have_attribute("data-t0", "10")
+        expect(heatmaps.nth(i)).to_have_attribute("data-t1", "30")
+    expect(page.locator("#rec-step")).to_have_value("10")
+    # A click at 76% of a zoomed heatmap: 20 steps from 10, so step 10 + 15.
+    _click_at(heatmaps.first, 0.76)
+    expect(page.locator("#rec-step")).to_have_value("25")
+    # Shift-drag across another from 26% to 51%: steps 15 to 20.
+    target = heatmaps.nth(1)
+    target.scroll_into_view_if_needed()
+    box = target.bounding_box()
+    assert box is not None
+    y = box["y"] + box["height"] / 2
+    page.keyboard.down("Shift")
+    page.mouse.move(box["x"] + box["width"] * 0.26, y)
+    page.mouse.down()
+    page.mouse.move(box["x"] + box["width"] * 0.51, y, steps=5)
+    page.mouse.up()
+    page.keyboard.up("Shift")
+    expect(readout).to_have_text(f"steps 15\u201320 of {LENGTH}")
+    for i in range(len(populations)):
+        expect(heatmaps.nth(i)).to_have_attribute("data-t1", "21")
+    assert shown() == {("15", "21")}
+    screenshot(page, "run-page-recording-zoomed")
+    expect(page.locator("#rec-step")).to_have_value("15")  # 25 is outside: to the first
+    page.get_by_role("button", name="Whole episode").click()
+    expect(readout).to_have_text(f"all {LENGTH} steps")
+    for i in range(len(populations)):
+        expect(heatmaps.nth(i)).to_have_attribute("data-t1", str(LENGTH))
+    assert shown() == {("0", str(LENGTH))}
 
 
 def _mp4(path: Path, frames: int) -> bytes:

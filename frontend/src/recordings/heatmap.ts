@@ -1,6 +1,7 @@
-/** One population's heatmap: units (rows, in a chosen order) × time (columns), colour
- * scaled to the population's range, episode ends marked, and the shared time cursor;
- * a click or drag moves the cursor, as do the arrow keys. Drawn on a canvas. */
+/** One population's heatmap: units (rows, in a chosen order) × time (columns, the steps
+ * of its slice), colour scaled to the population's range, episode ends marked, and the
+ * shared time cursor; a click or drag moves the cursor, as do the arrow keys; a drag with
+ * Shift held selects steps to zoom into (`onWindow`). Drawn on a canvas. */
 
 import type { RecordingSlice } from "../api/types";
 import { h } from "../dom";
@@ -11,6 +12,7 @@ import { unitOrder, type UnitOrder } from "./ordering";
 
 const CURSOR_COLOUR = "#ff9800";
 const DONE_COLOUR = "rgba(255, 255, 255, 0.85)";
+const SELECTION_COLOUR = "rgba(255, 152, 0, 0.3)";
 
 /** The drawing's height in CSS pixels: 2 px per unit, between 64 and 240. */
 export function heatmapHeight(units: number): number {
@@ -26,12 +28,15 @@ export class Heatmap {
   private readonly stop: () => void;
   private readonly resize: ResizeObserver;
   private dragging = false;
+  /** The steps a Shift-drag went from and to, while it goes on. */
+  private selection: [number, number] | null = null;
 
   constructor(
     private readonly slice: RecordingSlice,
     private readonly cursor: Cursor,
     order: UnitOrder,
     pc1: readonly number[] | null,
+    private readonly onWindow: ((from: number, to: number) => void) | null = null,
   ) {
     this.levels = sliceLevels(slice);
     const units = slice.units;
@@ -44,6 +49,8 @@ export class Heatmap {
       "aria-valuemax": cursor.length - 1,
       "data-key": slice.key,
       "data-dones": slice.dones.filter(Boolean).length,
+      "data-t0": slice.t0,
+      "data-t1": slice.t1,
       style: `height: ${heatmapHeight(units)}px`,
     });
     this.element = this.canvas;
@@ -54,12 +61,31 @@ export class Heatmap {
     this.canvas.addEventListener("pointerdown", (event) => {
       this.dragging = true;
       this.canvas.setPointerCapture?.(event.pointerId);
-      this.seek(event);
+      if (event.shiftKey && this.onWindow) {
+        const step = this.stepAt(event);
+        this.selection = [step, step];
+        this.draw();
+      } else this.seek(event);
     });
-    this.canvas.addEventListener("pointermove", (event) => this.dragging && this.seek(event));
-    const end = (): void => void (this.dragging = false);
+    this.canvas.addEventListener("pointermove", (event) => {
+      if (!this.dragging) return;
+      if (this.selection) {
+        this.selection = [this.selection[0], this.stepAt(event)];
+        this.draw();
+      } else this.seek(event);
+    });
+    const end = (): void => {
+      this.dragging = false;
+      const selected = this.selection;
+      this.selection = null;
+      if (selected && this.onWindow) this.onWindow(selected[0], selected[1]);
+    };
     this.canvas.addEventListener("pointerup", end);
-    this.canvas.addEventListener("pointercancel", end);
+    this.canvas.addEventListener("pointercancel", () => {
+      this.dragging = false;
+      this.selection = null;
+      this.draw();
+    });
     this.canvas.addEventListener("keydown", (event) => {
       const by = event.key === "ArrowRight" ? 1 : event.key === "ArrowLeft" ? -1 : 0;
       if (!by) return;
@@ -83,9 +109,13 @@ export class Heatmap {
     this.draw();
   }
 
-  private seek(event: PointerEvent): void {
+  private stepAt(event: PointerEvent): number {
     const box = this.canvas.getBoundingClientRect();
-    this.cursor.set(stepAtX(event.clientX - box.left, box.width, this.slice.t0, this.slice.t1), this);
+    return stepAtX(event.clientX - box.left, box.width, this.slice.t0, this.slice.t1);
+  }
+
+  private seek(event: PointerEvent): void {
+    this.cursor.set(this.stepAt(event), this);
   }
 
   draw(): void {
@@ -119,6 +149,12 @@ export class Heatmap {
     context.stroke();
     context.setLineDash([]);
     canvas.dataset.painted = "true";
+    if (this.selection) {
+      const [a, b] = this.selection;
+      const left = (Math.min(a, b) - slice.t0) * (width / span);
+      context.fillStyle = SELECTION_COLOUR;
+      context.fillRect(left, 0, (Math.abs(b - a) + 1) * (width / span), height);
+    }
     if (step >= slice.t0 && step < slice.t1) {
       const x = xOfStep(step, width, slice.t0, slice.t1);
       context.strokeStyle = CURSOR_COLOUR;
