@@ -1,9 +1,9 @@
 """Plugin envs and networks through a live service: the example plugin
 (``tests/plugin_example``: env ``TwoLinkArm``, network ``plugin:tiny``, the broken env
-``BrokenArm``) is listed, trains, resumes and exports; a name that is not an installed entry
-point is a 422 and imports nothing; a plugin run teaches a student and a sweep tunes the
-plugin network's keyword arguments; a plugin that breaks is unavailable, or fails its run
-with its traceback in the log."""
+``BrokenArm``) is listed, trains, resumes, exports and is recorded; a name that is not an
+installed entry point is a 422 and imports nothing; a plugin run teaches a student and a
+sweep tunes the plugin network's keyword arguments; a plugin that breaks is unavailable, or
+fails its run with its traceback in the log."""
 
 from __future__ import annotations
 
@@ -120,6 +120,21 @@ def test_a_plugin_run_trains_resumes_and_exports(service: Service):
     obs = np.zeros((3, 8), np.float32)
     (action,) = program.call(obs)
     assert action.shape == (3, 2) and np.all(np.abs(action) <= 1)
+
+    # A recording of the plugin network's units on the plugin env, as of any run's.
+    body = {"n_envs": 2, "episode_length": 12, "seed": 1}
+    created = service.client.post(f"/api/runs/{resumed['id']}/recordings", json=body, timeout=180)
+    assert created.status_code == 201, created.text
+    url = f"/api/runs/{resumed['id']}/recordings/{created.json()['id']}"
+    deadline = time.monotonic() + 300
+    while (recording := service.client.get(url).json())["status"] in ("queued", "running"):
+        assert time.monotonic() < deadline, recording
+        time.sleep(0.5)
+    assert recording["status"] == "succeeded", recording["error"]
+    manifest = recording["manifest"]
+    assert manifest["step"] == 192 and manifest["env"]["name"] == "TwoLinkArm"
+    assert manifest["populations"] and all(n > 0 for n in manifest["populations"].values())
+    assert manifest["arrays"]["obs"]["shape"] == [12, 2, 8]
 
 
 def test_a_plugin_run_teaches_a_student_and_a_sweep_tunes_its_network(service: Service):
