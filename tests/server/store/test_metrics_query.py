@@ -223,6 +223,13 @@ def test_a_rewound_run_reads_as_if_it_had_never_trained_past_its_checkpoint(
     store.record_items(run_id, [ReportItem("rewind", {"step": 100_000})])
     store.record_items(run_id, [ReportItem("rewind", {"step": 200_000})])
     assert store.get(run_id).last_seq == seq and store.get(run_id).steps == 100_000
+    # Back to the start (a run with no checkpoint that starts over): nothing is left.
+    store.record_items(run_id, [ReportItem("rewind", {"step": 0})])
+    assert (store.get(run_id).steps, store.get(run_id).latest_metrics) == (0, {})
+    assert _rollups(store, run_id) == []
+    with _engine(store).connect() as conn:
+        assert metric_counts(conn, run_id) == {}
+        assert read_series(conn, run_id, "k", -1, 10).as_dict()["step"] == []
 
 
 def test_many_keys_read_at_once_equal_each_read_alone(store: RunStore) -> None:
