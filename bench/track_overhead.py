@@ -7,7 +7,10 @@ A real ``nnx-ppo serve --no-worker`` takes the tracked runs' reports. In this pr
 same config trains ``--pairs`` interleaved pairs (plain, tracked; the order alternates from
 pair to pair), after one warm-up run that compiles. Steady steps/s of a run are counted
 from its first logged iteration to its last (the compile and the start left out); both
-arms log every iteration (the plain one to a no-op). Target (issue 25): the median ratio
+arms log every iteration (the plain one to a no-op) and save the same checkpoints (the
+plain one to a local folder with ``make_checkpoint_fn``: a run checkpoints either way, so
+what is measured is tracking's own part: each checkpoint's archive and upload, the
+reports). Target (issue 25): the median ratio
 tracked/plain >= 0.98. Writes ``bench/results/track-overhead-<time>.json``.
 """
 
@@ -30,6 +33,7 @@ TARGET = 0.98
 
 def _steady_sps(env: Any, spec: dict[str, Any], tracked_url: str | None) -> float:
     from nnx_ppo import track
+    from nnx_ppo.algorithms.checkpointing import make_checkpoint_fn
     from nnx_ppo.algorithms.training import train_ppo
     from nnx_ppo.presets import make_networks
     from nnx_ppo.presets.overrides import make_train_config
@@ -45,8 +49,11 @@ def _steady_sps(env: Any, spec: dict[str, Any], tracked_url: str | None) -> floa
 
         return log_fn
 
-    if tracked_url is None:
-        train_ppo(env, networks, config, log_fn=timed(lambda _m, _s: None))
+    if tracked_url is None:  # the same checkpoints, to a local folder
+        with tempfile.TemporaryDirectory(prefix="plain-checkpoints-") as folder:
+            checkpoint_fn = make_checkpoint_fn(folder, config=config)
+            log_fn = timed(lambda _m, _s: None)
+            train_ppo(env, networks, config, log_fn=log_fn, checkpoint_fn=checkpoint_fn)
     else:
         with track("overhead", url=tracked_url, token=TOKEN, config=spec) as run:
             train_ppo(env, networks, config, **{**run.callbacks, "log_fn": timed(run.log_fn)})
