@@ -1,5 +1,6 @@
 import { describe, expect, it } from "vitest";
 
+import { ApiError } from "../src/api/http";
 import type { EnvPreset } from "../src/api/types";
 import { createPresetFiller, formSpec, presetSummary, specFromPreset } from "../src/form/presetFill";
 import { NETWORK_FIELDS, configSections } from "../src/form/fields";
@@ -159,6 +160,11 @@ describe("filling the New Run form from an env's preset", () => {
       () => {},
     );
     expect(await failing.picked("PointReach")).toBe("failed");
+    const none = createPresetFiller(
+      () => Promise.reject(new ApiError(404, { detail: "unknown preset" }, "404")),
+      () => {},
+    );
+    expect(await none.picked("TwoLinkArm")).toBe("none"); // a plugin env: no preset
   });
 
   it("submits only what the server would not fill with the same value", () => {

@@ -1,4 +1,5 @@
-"""``GET /api/envs``: the environments that can be trained.
+"""``GET /api/envs``: the environments that can be trained (and ``GET /api/networks``, the
+network kinds a spec can name).
 
 Every name is listed at once, from ``nnx_ppo.catalogue`` (no JAX, no Playground import);
 the sizes come from the env catalogue's child process as it loads each env, and an env
@@ -18,9 +19,9 @@ from typing import Any, Literal
 
 from fastapi import APIRouter, HTTPException
 
-from nnx_ppo import catalogue
+from nnx_ppo import catalogue, plugins
 from server.api.deps import Services, ServicesDep
-from server.schemas import EnvList, EnvPublic, PresetPublic
+from server.schemas import EnvList, EnvPublic, NetworkKindList, NetworkKindPublic, PresetPublic
 from server.spec.checker import CheckerUnavailable
 
 router = APIRouter(tags=["envs"])
@@ -43,6 +44,17 @@ def list_envs(services: ServicesDep) -> EnvList:
             )
         )
     return EnvList(items=items, total=len(items), complete=complete)
+
+
+@router.get("/networks", response_model=NetworkKindList)
+def list_networks() -> NetworkKindList:
+    """The network kinds a run spec can name: the built-in ones, then the installed plugin
+    networks (``nnx_ppo.networks`` entry points; their names are read, nothing imported)."""
+    items = [NetworkKindPublic(kind=kind, source="builtin") for kind in ("mlp", "lstm", "graph")]
+    for name, entry in sorted(plugins.entry_points(plugins.NETWORK_GROUP).items()):
+        source = f"plugin:{plugins.package_of(entry)}"
+        items.append(NetworkKindPublic(kind=f"{plugins.KIND_PREFIX}{name}", source=source))
+    return NetworkKindList(items=items)
 
 
 @router.get("/envs/{name}/preset", response_model=PresetPublic)

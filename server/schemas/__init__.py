@@ -3,7 +3,7 @@ one module per subject; every model is re-exported here, so ``from server.schema
 RunCreate`` keeps working."""
 
 from server.schemas.artifacts import CheckpointList, CheckpointPublic, VideoList, VideoPublic
-from server.schemas.envs import EnvList, EnvPublic, PresetPublic
+from server.schemas.envs import EnvList, EnvPublic, NetworkKindList, NetworkKindPublic, PresetPublic
 from server.schemas.errors import ErrorPublic
 from server.schemas.health import DeviceUsePublic, HealthPublic, NodePublic, WorkerPublic
 from server.schemas.metrics import MetricsPublic, PhasePublic, SeriesPublic
@@ -41,6 +41,8 @@ __all__ = [
     "GraphPopulation",
     "HealthPublic",
     "MetricsPublic",
+    "NetworkKindList",
+    "NetworkKindPublic",
     "NetworkSpec",
     "NodePublic",
     "PhasePublic",

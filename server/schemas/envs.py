@@ -62,3 +62,16 @@ class EnvList(BaseModel):
     complete: bool = Field(
         description="False while the service is still reading the MuJoCo Playground envs."
     )
+
+
+class NetworkKindPublic(BaseModel):
+    kind: str = Field(
+        description="A run spec's network.kind: 'mlp', 'lstm', 'graph' or 'plugin:<name>'."
+    )
+    source: str = Field(
+        description="'builtin', or 'plugin:<package>' for an installed plugin network."
+    )
+
+
+class NetworkKindList(BaseModel):
+    items: list[NetworkKindPublic]

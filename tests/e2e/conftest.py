@@ -3,6 +3,7 @@ driven by Playwright (imported only when a test asks for a browser)."""
 
 from __future__ import annotations
 
+import contextlib
 import os
 import re
 import shutil
@@ -75,7 +76,13 @@ def _wait_healthy(url: str, process: subprocess.Popen, log_path: Path, timeout_s
 
 @pytest.fixture(scope="module")
 def server(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Server]:
-    data_dir = tmp_path_factory.mktemp("e2e-data")
+    with serving(tmp_path_factory.mktemp("e2e-data")) as started:
+        yield started
+
+
+@contextlib.contextmanager
+def serving(data_dir: Path, extra_env: dict[str, str] | None = None) -> Iterator[Server]:
+    """``nnx-ppo serve`` on ``data_dir`` (with ``extra_env``) until the block ends."""
     port = _free_port()
     log_path = data_dir / "server.log"
     env = {
@@ -87,6 +94,7 @@ def server(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Server]:
         "NNX_PPO_LIST_PLAYGROUND_ENVS": "false",
         # A sample of system/* metrics every second, so that a short run has some.
         "NNX_PPO_SYSTEM_METRICS_SECONDS": "1",
+        **(extra_env or {}),
     }
     with log_path.open("w") as log:
         process = subprocess.Popen(

@@ -28,6 +28,8 @@ const recordingPath = (run_id: string, recording_id: number) =>
 export const api = {
   health: () => requestJson<ResponseOf<"/api/health", "get">>("GET", "/api/health"),
   envs: () => requestJson<ResponseOf<"/api/envs", "get">>("GET", "/api/envs"),
+  /** The network kinds a spec can name: built-in, then installed plugin networks. */
+  networks: () => requestJson<ResponseOf<"/api/networks", "get">>("GET", "/api/networks"),
   envPreset: (name: string) =>
     requestJson<ResponseOf<"/api/envs/{name}/preset", "get">>(
       "GET",

@@ -60,6 +60,27 @@ export interface paths {
         patch?: never;
         trace?: never;
     };
+    "/api/networks": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        /**
+         * List Networks
+         * @description The network kinds a run spec can name: the built-in ones, then the installed plugin
+         *     networks (``nnx_ppo.networks`` entry points; their names are read, nothing imported).
+         */
+        get: operations["list_networks_api_networks_get"];
+        put?: never;
+        post?: never;
+        delete?: never;
+        options?: never;
+        head?: never;
+        patch?: never;
+        trace?: never;
+    };
     "/api/runs": {
         parameters: {
             query?: never;
@@ -718,6 +739,24 @@ export interface components {
             series: {
                 [key: string]: components["schemas"]["SeriesPublic"];
             };
+        };
+        /** NetworkKindList */
+        NetworkKindList: {
+            /** Items */
+            items: components["schemas"]["NetworkKindPublic"][];
+        };
+        /** NetworkKindPublic */
+        NetworkKindPublic: {
+            /**
+             * Kind
+             * @description A run spec's network.kind: 'mlp', 'lstm', 'graph' or 'plugin:<name>'.
+             */
+            kind: string;
+            /**
+             * Source
+             * @description 'builtin', or 'plugin:<package>' for an installed plugin network.
+             */
+            source: string;
         };
         /**
          * NetworkSpec
@@ -1775,6 +1814,26 @@ export interface operations {
                 };
                 content: {
                     "application/json": components["schemas"]["HealthPublic"];
+                };
+            };
+        };
+    };
+    list_networks_api_networks_get: {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        requestBody?: never;
+        responses: {
+            /** @description Successful Response */
+            200: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["NetworkKindList"];
                 };
             };
         };

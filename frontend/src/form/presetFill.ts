@@ -6,10 +6,12 @@
  * counts). `fill` applies the current env's preset whatever was edited (the button).
  */
 
+import { ApiError } from "../api/http";
 import type { EnvPreset, RunSpec } from "../api/types";
 import { getPath, sameJson, setPath } from "./specPaths";
 
-export type FillOutcome = "filled" | "edited" | "superseded" | "failed";
+/** `none`: the env has no preset (a plugin env: 404); `failed`: it could not be fetched. */
+export type FillOutcome = "filled" | "edited" | "superseded" | "none" | "failed";
 
 /** The spec the form shows after filling from `preset`: the preset's env, network and
  * config; the run's own name, tags and notes kept; a PPO run (presets train with PPO), not
@@ -56,8 +58,8 @@ export function createPresetFiller(
     let preset: EnvPreset;
     try {
       preset = await fetchPreset(name);
-    } catch {
-      return "failed";
+    } catch (error) {
+      return error instanceof ApiError && error.status === 404 ? "none" : "failed";
     }
     if (mine !== pick) return "superseded";
     if (!force && edits !== editsAtPick) return "edited";

@@ -31,6 +31,9 @@ export interface RunFormInput {
   network: string;
   /** The graph editor's network (network kind "graph" only). */
   graph?: GraphParse;
+  /** A plugin network's keyword arguments as typed: a JSON object, or blank (kind
+   * "plugin:<name>" only). */
+  pluginKwargs?: string;
   /** The value at `randomizePath` (`env.randomize`). */
   randomize: boolean;
   randomizePath: string;
@@ -43,6 +46,19 @@ export interface RunFormInput {
 }
 
 export const OVERRIDES_PATH = "env.overrides";
+export const PLUGIN_KWARGS_PATH = "network.kwargs";
+const PLUGIN_KWARGS_PROBLEM = 'must be a JSON object of the factory\'s arguments, e.g. {"hidden": 64}';
+
+/** Whether a network kind names an installed plugin network ("plugin:<name>"). */
+export function isPluginKind(kind: string | undefined): kind is string {
+  return kind !== undefined && /^plugin:./.test(kind);
+}
+
+/** A plugin network's keyword arguments as the form shows them (blank when none). */
+export function pluginKwargsText(network: { kwargs?: unknown } | undefined): string {
+  const kwargs = network?.kwargs;
+  return kwargs && typeof kwargs === "object" && Object.keys(kwargs).length ? JSON.stringify(kwargs) : "";
+}
 const OVERRIDES_PROBLEM = 'must be a JSON object, e.g. {"impl": "jax"}';
 
 /** The tags typed as "a, b,, c" -> ["a", "b", "c"]. */
@@ -81,11 +97,18 @@ export function buildRunSpec(input: RunFormInput): { spec: RunSpec; problems: Se
   const overrides = parseOverrides(input.text.overrides);
   if (overrides === null) problems.push({ path: OVERRIDES_PATH, message: OVERRIDES_PROBLEM });
   else if (overrides) spec.env.overrides = overrides;
-  const networkKind = input.network === "lstm" || input.network === "graph" ? input.network : "mlp";
+  const networkKind =
+    isPluginKind(input.network) || input.network === "lstm" || input.network === "graph"
+      ? input.network
+      : "mlp";
   spec.network = { kind: networkKind };
   if (networkKind === "graph") {
     if (input.graph?.ok) spec.network = input.graph.network;
     else problems.push({ path: "network", message: input.graph?.message ?? "the graph is missing" });
+  } else if (isPluginKind(networkKind)) {
+    const kwargs = parseOverrides(input.pluginKwargs ?? "");
+    if (kwargs === null) problems.push({ path: PLUGIN_KWARGS_PATH, message: PLUGIN_KWARGS_PROBLEM });
+    else if (kwargs) spec.network = { kind: networkKind, kwargs };
   }
   spec.config = {};
   const values: FormValue[] = [{ path: input.randomizePath, value: input.randomize, libraryDefault: false }];

@@ -26,7 +26,16 @@ import { configSections, networkSection, type Section } from "../form/fields";
 import { createPresetFiller, presetSummary, specFromPreset } from "../form/presetFill";
 import { createRandomizeField, RANDOMIZE_PATH } from "../form/randomizeField";
 import { resumingSpec } from "../form/resumeTotal";
-import { buildRunSpec, fieldValue, OVERRIDES_PATH, textFields, type RunTextFields } from "../form/runSpec";
+import {
+  buildRunSpec,
+  fieldValue,
+  isPluginKind,
+  OVERRIDES_PATH,
+  PLUGIN_KWARGS_PATH,
+  pluginKwargsText,
+  textFields,
+  type RunTextFields,
+} from "../form/runSpec";
 import { sectionTarget, simpleField, type ErrorTarget } from "../form/formTargets";
 import { getPath } from "../form/specPaths";
 import type { RouteContext } from "../router";
@@ -35,8 +44,9 @@ import { plural } from "./liveState";
 import { createSpecTabs } from "./specTabs";
 import { formSubmitter, showJsonParseError, showServerProblems } from "./submitSpec";
 
-/** The network section when the kind is graph: no field controls, the graph editor. */
-const GRAPH_SECTION: Section = { path: ["network"], title: "Network", fields: [] };
+/** The network section when the kind is graph (the graph editor) or a plugin (its
+ * arguments' JSON): no field controls. */
+const BARE_NETWORK_SECTION: Section = { path: ["network"], title: "Network", fields: [] };
 
 export function runFormView(main: HTMLElement, { query }: RouteContext): () => void {
   let left = false;
@@ -103,8 +113,30 @@ export function runFormView(main: HTMLElement, { query }: RouteContext): () => v
     "network.kind",
     "Network kind",
     networkKind,
-    "mlp: feed-forward; lstm: recurrent; graph: populations with delayed connections, as JSON.",
+    "mlp: feed-forward; lstm: recurrent; graph: populations with delayed connections, as JSON; plugin:<name>: an installed package's network.",
   );
+  // Installed plugin networks (GET /api/networks), and one a loaded spec names.
+  const addNetworkKind = (kind: string, label = kind): void => {
+    if ([...networkKind.options].some((option) => option.value === kind)) return;
+    networkKind.append(h("option", { value: kind }, label));
+  };
+  void api
+    .networks()
+    .then((list) =>
+      list.items
+        .filter((item) => isPluginKind(item.kind))
+        .forEach((item) =>
+          addNetworkKind(item.kind, `${item.kind} (${item.source.slice("plugin:".length)})`),
+        ),
+    )
+    .catch(() => {}); // the built-in kinds are there either way
+  const pluginKwargs = simpleField(
+    PLUGIN_KWARGS_PATH,
+    "Network arguments",
+    h("textarea", { rows: 2, spellcheck: "false", placeholder: '{"hidden": 64}' }),
+    "A JSON object of the plugin network factory's keyword arguments; blank: its defaults.",
+  );
+  const pluginKwargsInput = pluginKwargs.element.querySelector("textarea") as HTMLTextAreaElement;
   const graph = createGraphField();
   const networkBox = h("div");
   const configBox = h("div");
@@ -139,6 +171,7 @@ export function runFormView(main: HTMLElement, { query }: RouteContext): () => v
     [OVERRIDES_PATH, overrides.target],
     [RANDOMIZE_PATH, randomize.target],
     ["network.kind", networkKindField.target],
+    [PLUGIN_KWARGS_PATH, pluginKwargs.target],
     ["teacher", teacher],
     ["resume_from", resume],
   ] as const) {
@@ -211,9 +244,11 @@ export function runFormView(main: HTMLElement, { query }: RouteContext): () => v
     for (const section of configSections("ppo").concat(configSections("distillation")))
       targets.delete(section.path.join("."));
     const graphKind = networkKind.value === "graph";
+    const pluginKind = isPluginKind(networkKind.value);
+    const bare = graphKind || pluginKind;
     networkControls = buildSections(
       networkBox,
-      [graphKind ? GRAPH_SECTION : networkSection(networkKind.value as "mlp" | "lstm")],
+      [bare ? BARE_NETWORK_SECTION : networkSection(networkKind.value as "mlp" | "lstm")],
       previous,
     );
     // A graph's problems (network.populations.0.size, ...) show under its editor.
@@ -222,6 +257,7 @@ export function runFormView(main: HTMLElement, { query }: RouteContext): () => v
       networkBox.append(graph.element);
       graph.fillIfEmpty(envInfo);
     }
+    if (pluginKind) networkBox.append(pluginKwargs.element);
     configControls = buildSections(configBox, configSections(currentKind()), previous);
     sectionControls = [...networkControls, ...configControls];
     sectionControls.forEach((control) => targets.set(control.path, control));
@@ -261,6 +297,7 @@ export function runFormView(main: HTMLElement, { query }: RouteContext): () => v
       },
       network: networkKind.value,
       graph: networkKind.value === "graph" ? graph.read() : undefined,
+      pluginKwargs: pluginKwargsInput.value,
       randomize: randomize.read(),
       randomizePath: RANDOMIZE_PATH,
       controls: sectionControls.map((control) => ({
@@ -289,8 +326,10 @@ export function runFormView(main: HTMLElement, { query }: RouteContext): () => v
     if (spec.env?.name) env.select(spec.env.name);
     randomize.write(spec.env?.randomize === true);
     const kind = spec.network?.kind as string | undefined;
-    networkKind.value = kind === "lstm" || kind === "graph" ? kind : "mlp";
+    if (isPluginKind(kind)) addNetworkKind(kind);
+    networkKind.value = kind === "lstm" || kind === "graph" || isPluginKind(kind) ? kind : "mlp";
     if (kind === "graph") graph.write(spec.network as Record<string, unknown>);
+    pluginKwargsInput.value = pluginKwargsText(spec.network as { kwargs?: unknown } | undefined);
     sectionControls = [];
     rebuild();
     for (const control of sectionControls)
@@ -316,6 +355,8 @@ export function runFormView(main: HTMLElement, { query }: RouteContext): () => v
     if (outcome === "edited")
       presetNote.textContent = "Kept your edits; “Fill from preset” applies the preset.";
     else if (outcome === "failed") presetNote.textContent = `Could not load the ${envName} preset.`;
+    else if (outcome === "none")
+      presetNote.textContent = `${envName} has no preset: fields keep their values, the library's defaults where left out.`;
   };
   env.onPick((envName) => void fillFrom(envName, false));
   presetButton.addEventListener("click", () => void fillFrom(env.value(), true));

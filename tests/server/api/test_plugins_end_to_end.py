@@ -66,6 +66,13 @@ def test_plugin_envs_are_listed_with_sizes_and_a_broken_one_with_its_error(servi
     assert (arm["observation_size"], arm["action_size"]) == (8, 2)
     assert (broken["source"], broken["available"]) == (PACKAGE, False)
     assert "fails to import on purpose" in broken["reason"]
+    networks = service.client.get("/api/networks").json()["items"]
+    assert networks == [
+        {"kind": "mlp", "source": "builtin"},
+        {"kind": "lstm", "source": "builtin"},
+        {"kind": "graph", "source": "builtin"},
+        {"kind": "plugin:tiny", "source": PACKAGE},
+    ]
 
 
 @pytest.mark.parametrize(

@@ -1,0 +1,51 @@
+import { describe, expect, it } from "vitest";
+
+import {
+  PLUGIN_KWARGS_PATH,
+  buildRunSpec,
+  isPluginKind,
+  pluginKwargsText,
+  type RunFormInput,
+} from "../src/form/runSpec";
+
+const input = (extra: Partial<RunFormInput>): RunFormInput => ({
+  kind: "ppo",
+  env: "TwoLinkArm",
+  text: { name: "", tags: "", notes: "", overrides: "" },
+  network: "plugin:tiny",
+  randomize: false,
+  randomizePath: "env.randomize",
+  controls: [],
+  teacher: null,
+  resume: null,
+  preset: null,
+  ...extra,
+});
+
+describe("a plugin network from the form", () => {
+  it("is named by its kind, with the arguments typed as a JSON object", () => {
+    const { spec, problems } = buildRunSpec(input({ pluginKwargs: ' {"hidden": 8, "value_sizes": [8]} ' }));
+    expect(problems).toEqual([]);
+    expect(spec.network).toEqual({ kind: "plugin:tiny", kwargs: { hidden: 8, value_sizes: [8] } });
+    // Blank: the factory's defaults.
+    expect(buildRunSpec(input({ pluginKwargs: "  " })).spec.network).toEqual({ kind: "plugin:tiny" });
+  });
+
+  it("keeps arguments that are not a JSON object from being sent, marked on them", () => {
+    for (const text of ["{", "[1, 2]", "8"]) {
+      const { problems } = buildRunSpec(input({ pluginKwargs: text }));
+      expect(problems.map((p) => p.path)).toEqual([PLUGIN_KWARGS_PATH]);
+      expect(problems[0]?.message).toMatch(/JSON object/);
+    }
+    // Another kind ignores them.
+    expect(buildRunSpec(input({ network: "lstm", pluginKwargs: "{" })).problems).toEqual([]);
+  });
+
+  it("is told from the built-in kinds, and its arguments shown back", () => {
+    expect(["plugin:tiny", "plugin:a.b-c"].every(isPluginKind)).toBe(true);
+    expect(["mlp", "graph", "plugin:", "plugins:x", undefined].some(isPluginKind)).toBe(false);
+    expect(pluginKwargsText({ kwargs: { hidden: 8 } })).toBe('{"hidden":8}');
+    expect(pluginKwargsText({ kwargs: {} })).toBe("");
+    expect(pluginKwargsText(undefined)).toBe("");
+  });
+});
