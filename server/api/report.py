@@ -195,8 +195,9 @@ async def put_recording(
         raise HTTPException(422, "a recording upload's name is 32 hexadecimal digits")
     directory = services.settings.run_dir(run.id)
     marker = storage.recordings_dir(directory) / f".uploaded-{name}"
-    if marker.is_file():
-        return {"id": int(marker.read_text())}
+    stored = _marked(marker)
+    if stored is not None:
+        return {"id": stored}
     limit = services.settings.max_upload_bytes
     received = await _receive(request, storage.recordings_dir(directory), x_content_sha256, limit)
     try:
@@ -227,8 +228,19 @@ def _store_recording(
         )
     finally:
         shutil.rmtree(staging, ignore_errors=True)  # gone when published
-    marker.write_text(str(row.id))
+    fd, tmp = tempfile.mkstemp(dir=marker.parent, prefix=".", suffix=".tmp")
+    with os.fdopen(fd, "w") as out:
+        out.write(str(row.id))
+    os.replace(tmp, marker)  # whole or absent
     return row
+
+
+def _marked(marker: Path) -> int | None:
+    """The id of the recording an upload of this name stored, if one did."""
+    try:
+        return int(marker.read_text())
+    except (OSError, ValueError):
+        return None
 
 
 @router.put("/log", status_code=201)
