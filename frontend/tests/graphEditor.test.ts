@@ -4,6 +4,7 @@ import { describe, expect, it } from "vitest";
 
 import type { EnvInfo } from "../src/api/types";
 import { buildRunSpec, type RunFormInput } from "../src/form/runSpec";
+import { runFormInput } from "./runFormInput";
 import { groupProblems } from "../src/form/serverProblems";
 import { locToPath } from "../src/form/specPaths";
 import { graphTemplate, parseGraphJson } from "../src/network/graphJson";
@@ -78,19 +79,7 @@ describe("the starting graph", () => {
 });
 
 describe("a graph run from the form", () => {
-  const input = (extra: Partial<RunFormInput>): RunFormInput => ({
-    kind: "ppo",
-    env: "PointReach",
-    text: { name: "", tags: "", notes: "", overrides: "" },
-    network: "graph",
-    randomize: false,
-    randomizePath: "env.randomize",
-    controls: [],
-    teacher: null,
-    resume: null,
-    preset: null,
-    ...extra,
-  });
+  const input = (extra: Partial<RunFormInput>): RunFormInput => runFormInput({ network: "graph", ...extra });
 
   it("sends the editor's graph as the network", () => {
     const { spec, problems } = buildRunSpec(input({ graph: parseGraphJson(JSON.stringify(GRAPH)) }));

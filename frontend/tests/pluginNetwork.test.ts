@@ -7,20 +7,10 @@ import {
   pluginKwargsText,
   type RunFormInput,
 } from "../src/form/runSpec";
+import { runFormInput } from "./runFormInput";
 
-const input = (extra: Partial<RunFormInput>): RunFormInput => ({
-  kind: "ppo",
-  env: "TwoLinkArm",
-  text: { name: "", tags: "", notes: "", overrides: "" },
-  network: "plugin:tiny",
-  randomize: false,
-  randomizePath: "env.randomize",
-  controls: [],
-  teacher: null,
-  resume: null,
-  preset: null,
-  ...extra,
-});
+const input = (extra: Partial<RunFormInput>): RunFormInput =>
+  runFormInput({ env: "TwoLinkArm", network: "plugin:tiny", ...extra });
 
 describe("a plugin network from the form", () => {
   it("is named by its kind, with the arguments typed as a JSON object", () => {

@@ -5,14 +5,7 @@ import { afterEach, describe, expect, it, vi } from "vitest";
 import { ApiError } from "../src/api/http";
 import type { MetricsEvent, Run, SweepDetail, Trial } from "../src/api/types";
 import type { FieldDef } from "../src/form/fields";
-import {
-  buildRunSpec,
-  fieldValue,
-  parseOverrides,
-  parseTags,
-  textFields,
-  type RunFormInput,
-} from "../src/form/runSpec";
+import { buildRunSpec, fieldValue, parseOverrides, parseTags, textFields } from "../src/form/runSpec";
 import { groupProblems } from "../src/form/serverProblems";
 import {
   bulkState,
@@ -45,6 +38,7 @@ import { liveStateText, plural } from "../src/views/liveState";
 import { loadErrorMessage } from "../src/views/loadError";
 import { actionsKey, applyMetrics, logLines, tabAfterKey, tabOf, throttle } from "../src/views/runPageState";
 
+import { runFormInput } from "./runFormInput";
 const run = (id: string, extra: Partial<Run> = {}): Run =>
   ({
     id,
@@ -124,19 +118,7 @@ describe("a 422's problems sorted to the form's places", () => {
 describe("the new-run form's spec", () => {
   const lr: FieldDef = { name: "learning_rate", kind: "float", default: 3e-4, help: "" };
   const clip: FieldDef = { name: "clip", kind: "optionalFloat", default: 0.2, help: "" };
-  const input = (extra: Partial<RunFormInput> = {}): RunFormInput => ({
-    kind: "ppo",
-    env: "PointReach",
-    text: { name: "", tags: "", notes: "", overrides: "" },
-    network: "mlp",
-    randomize: false,
-    randomizePath: "env.randomize",
-    controls: [],
-    teacher: null,
-    resume: null,
-    preset: null,
-    ...extra,
-  });
+  const input = runFormInput;
 
   it("sends only what differs from the library's defaults, and the typed texts", () => {
     const { spec, problems } = buildRunSpec(

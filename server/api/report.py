@@ -43,6 +43,8 @@ from server.store.run_reports import REPORT_KINDS, ReportItem, TokenRefused
 router = APIRouter(prefix="/runs/{run_id}/report", tags=["report"], include_in_schema=False)
 
 VIDEO_NAME = re.compile(r"step_\d{10}\.mp4")
+ContentSha256 = Annotated[str, Header(pattern=r"^[0-9a-fA-F]{64}$")]
+"""An upload's ``X-Content-SHA256`` header: the hex SHA-256 its body must have."""
 
 
 class BatchIn(BaseModel):
@@ -145,7 +147,7 @@ async def put_checkpoint(
     step: int,
     request: Request,
     services: ServicesDep,
-    x_content_sha256: Annotated[str, Header(pattern=r"^[0-9a-fA-F]{64}$")],
+    x_content_sha256: ContentSha256,
 ) -> dict[str, Any]:
     """A checkpoint as a ``.tar.gz`` holding the one folder ``step_{step:010d}/``."""
     if not 0 <= step < 10**10:
@@ -169,7 +171,7 @@ async def put_video(
     filename: str,
     request: Request,
     services: ServicesDep,
-    x_content_sha256: Annotated[str, Header(pattern=r"^[0-9a-fA-F]{64}$")],
+    x_content_sha256: ContentSha256,
 ) -> dict[str, Any]:
     if not VIDEO_NAME.fullmatch(filename):
         raise HTTPException(422, "a video's name is step_XXXXXXXXXX.mp4")
@@ -186,7 +188,7 @@ async def put_recording(
     request: Request,
     services: ServicesDep,
     recordings: RecordingServicesDep,
-    x_content_sha256: Annotated[str, Header(pattern=r"^[0-9a-fA-F]{64}$")],
+    x_content_sha256: ContentSha256,
 ) -> dict[str, Any]:
     """A recording the run's script made, as ``server.recording.upload`` describes; stored
     as one of the run's recordings. ``name`` (32 hex digits) is the script's for it: a
@@ -248,7 +250,7 @@ async def put_log(
     run: ReportingRun,
     request: Request,
     services: ServicesDep,
-    x_content_sha256: Annotated[str, Header(pattern=r"^[0-9a-fA-F]{64}$")],
+    x_content_sha256: ContentSha256,
 ) -> dict[str, Any]:
     """The run process's output file from its node, appended to the run's log (which so
     holds every attempt's, as the local executor's does)."""

@@ -16,6 +16,7 @@ import urllib.request
 from collections.abc import Iterator
 from dataclasses import dataclass, field
 from pathlib import Path
+from typing import Any
 
 import pytest
 
@@ -182,6 +183,11 @@ def phone(browser: object) -> Iterator[tuple[object, ConsoleWatch]]:
     yield page, watch
     context.close()
     assert watch.unexpected() == [], f"browser console errors: {watch.unexpected()}"
+
+
+def field(page: Any, path: str) -> Any:
+    """The text input, select or textarea of the form field at a spec path."""
+    return page.locator(f'[data-path="{path}"]').locator("input, select, textarea").first
 
 
 def screenshot(page: object, name: str) -> Path:

@@ -17,7 +17,7 @@ from pathlib import Path
 import httpx
 import pytest
 
-from tests.e2e.conftest import DIST_INDEX, screenshot
+from tests.e2e.conftest import DIST_INDEX, field, screenshot
 from tests.service_harness import cartpole_video_spec
 
 pytestmark = [
@@ -46,11 +46,6 @@ TINY_RUN = {
     "config.eval": {"every_steps": "4000", "n_envs": "8", "max_episode_length": "50"},
     "config": {"checkpoint_every_steps": "8000"},
 }
-
-
-def field(page, path: str):
-    """The text input or select of the form field at a spec path."""
-    return page.locator(f'[data-path="{path}"]').locator("input, select, textarea").first
 
 
 def login(page, server) -> None:

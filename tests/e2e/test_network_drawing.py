@@ -12,7 +12,7 @@ import re
 
 import pytest
 
-from tests.e2e.conftest import DIST_INDEX, screenshot
+from tests.e2e.conftest import DIST_INDEX, field, screenshot
 from tests.networks.test_graph_spec import DESCRIPTION
 
 pytestmark = [
@@ -30,10 +30,6 @@ SMALL = {
     "config.eval": {"every_steps": "800", "n_envs": "8", "max_episode_length": "20"},
     "config": {"checkpoint_every_steps": "1600"},
 }
-
-
-def field(page, path: str):
-    return page.locator(f'[data-path="{path}"]').locator("input, select, textarea").first
 
 
 def open_graph_form(page, server) -> None:

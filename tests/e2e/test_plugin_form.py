@@ -8,11 +8,10 @@ from __future__ import annotations
 
 import re
 from collections.abc import Iterator
-from typing import Any
 
 import pytest
 
-from tests.e2e.conftest import DIST_INDEX, Server, screenshot, serving
+from tests.e2e.conftest import DIST_INDEX, Server, field, screenshot, serving
 
 pytestmark = [
     pytest.mark.skipif(not DIST_INDEX.is_file(), reason="the dashboard is not built"),
@@ -39,10 +38,6 @@ def server(
 ) -> Iterator[Server]:
     with serving(tmp_path_factory.mktemp("e2e-plugin"), example_plugin) as started:
         yield started
-
-
-def field(page: Any, path: str) -> Any:
-    return page.locator(f'[data-path="{path}"]').locator("input, select, textarea").first
 
 
 def test_a_plugin_network_trains_from_the_form_and_resumes_as_itself(server, desktop):
