@@ -4,7 +4,9 @@ import {
   PLUGIN_KWARGS_PATH,
   buildRunSpec,
   isPluginKind,
+  networkKindOf,
   pluginKwargsText,
+  pluginNetworkChoices,
   type RunFormInput,
 } from "../src/form/runSpec";
 import { runFormInput } from "./runFormInput";
@@ -37,5 +39,19 @@ describe("a plugin network from the form", () => {
     expect(pluginKwargsText({ kwargs: { hidden: 8 } })).toBe('{"hidden":8}');
     expect(pluginKwargsText({ kwargs: {} })).toBe("");
     expect(pluginKwargsText(undefined)).toBe("");
+  });
+
+  it("is offered in the kind select with its package, and a loaded spec's kind kept", () => {
+    // GET /api/networks: the built-in kinds, then the installed plugins.
+    const listed = [
+      { kind: "mlp", source: "builtin" },
+      { kind: "graph", source: "builtin" },
+      { kind: "plugin:tiny", source: "plugin:tiny_pkg" },
+    ];
+    expect(pluginNetworkChoices(listed)).toEqual([{ kind: "plugin:tiny", label: "plugin:tiny (tiny_pkg)" }]);
+    for (const kind of ["lstm", "graph", "plugin:tiny"]) expect(networkKindOf(kind)).toBe(kind);
+    // No kind, or one the form does not know: an mlp, as `buildRunSpec` sends it.
+    for (const kind of [undefined, "mlp", "plugin:", "transformer"]) expect(networkKindOf(kind)).toBe("mlp");
+    expect(buildRunSpec(input({ network: "transformer" })).spec.network).toEqual({ kind: "mlp" });
   });
 });

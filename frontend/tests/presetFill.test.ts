@@ -2,7 +2,14 @@ import { describe, expect, it } from "vitest";
 
 import { ApiError } from "../src/api/http";
 import type { EnvPreset } from "../src/api/types";
-import { createPresetFiller, formSpec, presetSummary, specFromPreset } from "../src/form/presetFill";
+import {
+  createPresetFiller,
+  formSpec,
+  presetLoadingNote,
+  presetOutcomeNote,
+  presetSummary,
+  specFromPreset,
+} from "../src/form/presetFill";
 import { NETWORK_FIELDS, configSections } from "../src/form/fields";
 import { randomizeState } from "../src/form/randomizeField";
 
@@ -165,6 +172,20 @@ describe("filling the New Run form from an env's preset", () => {
       () => {},
     );
     expect(await none.picked("TwoLinkArm")).toBe("none"); // a plugin env: no preset
+  });
+
+  it("says in the note what a pick's fill came to, and leaves it to a fill that applied", () => {
+    expect(presetLoadingNote("CheetahRun")).toBe("Loading the CheetahRun preset…");
+    expect(presetOutcomeNote("edited", "CheetahRun")).toBe(
+      "Kept your edits; “Fill from preset” applies the preset.",
+    );
+    expect(presetOutcomeNote("failed", "CheetahRun")).toBe("Could not load the CheetahRun preset.");
+    expect(presetOutcomeNote("none", "TwoLinkArm")).toBe(
+      "TwoLinkArm has no preset: fields keep their values, the library's defaults where left out.",
+    );
+    // The fill said `presetSummary`; a superseded pick leaves the note to the later one.
+    expect(presetOutcomeNote("filled", "CheetahRun")).toBeNull();
+    expect(presetOutcomeNote("superseded", "WalkerWalk")).toBeNull();
   });
 
   it("submits only what the server would not fill with the same value", () => {

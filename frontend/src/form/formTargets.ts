@@ -48,3 +48,13 @@ export function simpleField(
   );
   return { element, target: sectionTarget(element, error, () => input.focus(), input) };
 }
+
+/** A `simpleField` maker that also shows the field's errors: each field's target is set in
+ * `targets` under its path as the field is made. */
+export function registeredFields(targets: Map<string, ErrorTarget>): typeof simpleField {
+  return (path, label, input, help) => {
+    const field = simpleField(path, label, input, help);
+    targets.set(path, field.target);
+    return field;
+  };
+}

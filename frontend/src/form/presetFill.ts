@@ -37,6 +37,27 @@ export function presetSummary(preset: EnvPreset): string {
   return `Filled from the ${preset.env} preset (${source}, ${preset.variant} variant${randomized})${unmapped}.`;
 }
 
+/** What the note beside "Fill from preset" says while `env`'s preset loads. */
+export function presetLoadingNote(env: string): string {
+  return `Loading the ${env} preset…`;
+}
+
+/** What the note says once a fill of `env`'s preset came to `outcome`; null: it keeps what
+ * it says (a fill says `presetSummary`, and a later pick's fill speaks for itself). */
+export function presetOutcomeNote(outcome: FillOutcome, env: string): string | null {
+  switch (outcome) {
+    case "edited":
+      return "Kept your edits; “Fill from preset” applies the preset.";
+    case "failed":
+      return `Could not load the ${env} preset.`;
+    case "none":
+      return `${env} has no preset: fields keep their values, the library's defaults where left out.`;
+    case "filled":
+    case "superseded":
+      return null;
+  }
+}
+
 export interface PresetFiller {
   /** The user picked `name`: fetch its preset and apply it unless edited meanwhile. */
   picked(name: string): Promise<FillOutcome>;

@@ -54,6 +54,22 @@ export function isPluginKind(kind: string | undefined): kind is string {
   return kind !== undefined && /^plugin:./.test(kind);
 }
 
+/** The network kind the form shows for a spec's `kind`: a built-in one other than mlp, or
+ * a plugin's, as it is; anything else (none, unknown) as mlp. */
+export function networkKindOf(kind: string | undefined): string {
+  return isPluginKind(kind) || kind === "lstm" || kind === "graph" ? kind : "mlp";
+}
+
+/** The installed plugin networks of GET /api/networks as the kind select offers them:
+ * "plugin:tiny (tiny_pkg)", its package named. The built-in kinds are in the select already. */
+export function pluginNetworkChoices(
+  items: readonly { kind: string; source: string }[],
+): { kind: string; label: string }[] {
+  return items
+    .filter((item) => isPluginKind(item.kind))
+    .map((item) => ({ kind: item.kind, label: `${item.kind} (${item.source.slice("plugin:".length)})` }));
+}
+
 /** A plugin network's keyword arguments as the form shows them (blank when none). */
 export function pluginKwargsText(network: { kwargs?: unknown } | undefined): string {
   const kwargs = network?.kwargs;
@@ -97,10 +113,7 @@ export function buildRunSpec(input: RunFormInput): { spec: RunSpec; problems: Se
   const overrides = parseOverrides(input.text.overrides);
   if (overrides === null) problems.push({ path: OVERRIDES_PATH, message: OVERRIDES_PROBLEM });
   else if (overrides) spec.env.overrides = overrides;
-  const networkKind =
-    isPluginKind(input.network) || input.network === "lstm" || input.network === "graph"
-      ? input.network
-      : "mlp";
+  const networkKind = networkKindOf(input.network);
   spec.network = { kind: networkKind };
   if (networkKind === "graph") {
     if (input.graph?.ok) spec.network = input.graph.network;

@@ -1,6 +1,7 @@
 /** A 422's problems sorted to the form's places. Pure: the views show them
  * (`showServerProblems` in `views/submitSpec.ts`). */
 
+import { plural } from "../views/liveState";
 import { errorTarget } from "./specPaths";
 
 /** One problem the server found: the spec path its `loc` names, and its message. */
@@ -31,4 +32,10 @@ export function groupProblems(items: readonly ServerProblem[], targets: readonly
     byTarget.set(key, [...(byTarget.get(key) ?? []), message]);
   }
   return { byTarget, general };
+}
+
+/** What a form says above itself when its own check marked `count` problems before
+ * sending: "Fix the 2 marked fields first." (`what`: "marked field"). */
+export function fixFirstMessage(count: number, what: string): string {
+  return `Fix the ${plural(count, what)} first.`;
 }

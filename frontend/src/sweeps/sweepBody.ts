@@ -41,6 +41,22 @@ export interface SweepFormState {
   spec: RunSpec;
 }
 
+/** The settings the form edits in plain inputs (read and written with `readValues` and
+ * `writeValues`), in the order they are written. */
+export const SETTING_KEYS = ["name", "method", "maxTrials", "parallel", "metric", "mode", "pruner"] as const;
+export type SettingKey = (typeof SETTING_KEYS)[number];
+
+/** The settings as their inputs hold them, typed: a select's value is one of its options;
+ * any mode but "min" maximises. */
+export function settingsOf(values: Record<SettingKey, string>): Pick<SweepFormState, SettingKey> {
+  return {
+    ...values,
+    method: values.method as Method,
+    mode: values.mode === "min" ? "min" : "max",
+    pruner: values.pruner as PrunerChoice,
+  };
+}
+
 /** A problem found before submitting: which row's which input, or a top-level field. */
 export interface FormProblem {
   /** A space row's index, or null for a top-level field. */

@@ -23,26 +23,33 @@ import { createEnvField } from "../form/envField";
 import { createFieldControl, type FieldControl } from "../form/fieldControl";
 import { createGraphField } from "../form/graphField";
 import { configSections, networkSection, type Section } from "../form/fields";
-import { createPresetFiller, presetSummary, specFromPreset } from "../form/presetFill";
+import { readValues, writeValues } from "../form/inputValues";
+import {
+  createPresetFiller,
+  presetLoadingNote,
+  presetOutcomeNote,
+  presetSummary,
+  specFromPreset,
+} from "../form/presetFill";
 import { createRandomizeField, RANDOMIZE_PATH } from "../form/randomizeField";
 import { resumingSpec } from "../form/resumeTotal";
+import { prefillOf, studentSpec } from "../form/runPrefill";
 import {
   buildRunSpec,
   fieldValue,
   isPluginKind,
+  networkKindOf,
   OVERRIDES_PATH,
   PLUGIN_KWARGS_PATH,
   pluginKwargsText,
+  pluginNetworkChoices,
   textFields,
   type RunTextFields,
 } from "../form/runSpec";
-import { sectionTarget, simpleField, type ErrorTarget } from "../form/formTargets";
+import { registeredFields, sectionTarget, type ErrorTarget } from "../form/formTargets";
 import { getPath } from "../form/specPaths";
 import type { RouteContext } from "../router";
-import { describeError, errorBox } from "./common";
-import { plural } from "./liveState";
-import { createSpecTabs } from "./specTabs";
-import { formSubmitter, showJsonParseError, showServerProblems } from "./submitSpec";
+import { mountSpecForm } from "./specForm";
 
 /** The network section when the kind is graph (the graph editor) or a plugin (its
  * arguments' JSON): no field controls. */
@@ -51,6 +58,7 @@ const BARE_NETWORK_SECTION: Section = { path: ["network"], title: "Network", fie
 export function runFormView(main: HTMLElement, { query }: RouteContext): () => void {
   let left = false;
   const targets = new Map<string, ErrorTarget>();
+  const simpleField = registeredFields(targets);
   let sectionControls: FieldControl[] = [];
 
   // Run
@@ -123,11 +131,7 @@ export function runFormView(main: HTMLElement, { query }: RouteContext): () => v
   void api
     .networks()
     .then((list) =>
-      list.items
-        .filter((item) => isPluginKind(item.kind))
-        .forEach((item) =>
-          addNetworkKind(item.kind, `${item.kind} (${item.source.slice("plugin:".length)})`),
-        ),
+      pluginNetworkChoices(list.items).forEach(({ kind, label }) => addNetworkKind(kind, label)),
     )
     .catch(() => {}); // the built-in kinds are there either way
   const pluginKwargs = simpleField(
@@ -162,16 +166,11 @@ export function runFormView(main: HTMLElement, { query }: RouteContext): () => v
     allowNone: true,
   });
 
+  // The simple fields' targets are set as they are made.
   for (const [path, target] of [
-    ["name", name.target],
-    ["tags", tags.target],
-    ["notes", notes.target],
     ["env.name", env.target],
     ["env", env.target],
-    [OVERRIDES_PATH, overrides.target],
     [RANDOMIZE_PATH, randomize.target],
-    ["network.kind", networkKindField.target],
-    [PLUGIN_KWARGS_PATH, pluginKwargs.target],
     ["teacher", teacher],
     ["resume_from", resume],
   ] as const) {
@@ -180,8 +179,6 @@ export function runFormView(main: HTMLElement, { query }: RouteContext): () => v
   const networkTarget = sectionTarget(networkSectionEl, networkError, () => networkKind.focus());
   targets.set("network", networkTarget);
 
-  const generalErrors = h("div", { class: "general-errors", "aria-live": "polite" });
-  const submitButton = h("button", { type: "submit", class: "primary" }, "Start run");
   const currentKind = (): RunKind => (kindInputs.find((i) => i.checked)?.value as RunKind) ?? "ppo";
 
   /** Rebuilds the field controls of a group of sections, keeping values of same paths. */
@@ -289,12 +286,7 @@ export function runFormView(main: HTMLElement, { query }: RouteContext): () => v
     const { spec, problems } = buildRunSpec({
       kind: currentKind(),
       env: env.value(),
-      text: {
-        name: textInputs.name.value,
-        tags: textInputs.tags.value,
-        notes: textInputs.notes.value,
-        overrides: textInputs.overrides.value,
-      },
+      text: readValues(textInputs),
       network: networkKind.value,
       graph: networkKind.value === "graph" ? graph.read() : undefined,
       pluginKwargs: pluginKwargsInput.value,
@@ -319,15 +311,12 @@ export function runFormView(main: HTMLElement, { query }: RouteContext): () => v
   const loadSpec = async (spec: Partial<RunSpec> & Record<string, unknown>): Promise<void> => {
     presetOff = spec.preset === false;
     kindInputs.forEach((input) => (input.checked = input.value === (spec.kind ?? "ppo")));
-    const text = textFields(spec);
-    (Object.keys(textInputs) as (keyof RunTextFields)[]).forEach((key) => {
-      textInputs[key].value = text[key];
-    });
+    writeValues(textInputs, textFields(spec));
     if (spec.env?.name) env.select(spec.env.name);
     randomize.write(spec.env?.randomize === true);
     const kind = spec.network?.kind as string | undefined;
     if (isPluginKind(kind)) addNetworkKind(kind);
-    networkKind.value = kind === "lstm" || kind === "graph" || isPluginKind(kind) ? kind : "mlp";
+    networkKind.value = networkKindOf(kind);
     if (kind === "graph") graph.write(spec.network as Record<string, unknown>);
     pluginKwargsInput.value = pluginKwargsText(spec.network as { kwargs?: unknown } | undefined);
     sectionControls = [];
@@ -350,146 +339,81 @@ export function runFormView(main: HTMLElement, { query }: RouteContext): () => v
     presetNote.textContent = presetSummary(preset);
   });
   const fillFrom = async (envName: string, force: boolean): Promise<void> => {
-    presetNote.textContent = `Loading the ${envName} preset…`;
-    const outcome = await (force ? filler.fill(envName) : filler.picked(envName));
-    if (outcome === "edited")
-      presetNote.textContent = "Kept your edits; “Fill from preset” applies the preset.";
-    else if (outcome === "failed") presetNote.textContent = `Could not load the ${envName} preset.`;
-    else if (outcome === "none")
-      presetNote.textContent = `${envName} has no preset: fields keep their values, the library's defaults where left out.`;
+    presetNote.textContent = presetLoadingNote(envName);
+    const note = presetOutcomeNote(await (force ? filler.fill(envName) : filler.picked(envName)), envName);
+    if (note !== null) presetNote.textContent = note;
   };
   env.onPick((envName) => void fillFrom(envName, false));
   presetButton.addEventListener("click", () => void fillFrom(env.value(), true));
 
-  const clearErrors = (): void => {
-    targets.forEach((target) => target.setError(null));
-    generalErrors.replaceChildren();
-  };
-
-  const showProblems = (items: { path: string; message: string }[]): void =>
-    showServerProblems(items, {
-      targets,
-      generalErrors,
-      noun: "spec",
-      rootLabel: "spec",
-      focusFirst: specTabs.mode() === "form",
-    });
-
-  const submit = formSubmitter({
+  const page = mountSpecForm(main, {
+    title: "New run",
+    titleId: "form-title",
+    formClass: "run-form",
+    submitLabel: "Start run",
+    fields: [
+      h(
+        "fieldset",
+        { class: "section" },
+        h("legend", null, "Run"),
+        kindField,
+        h("div", { class: "field-grid" }, name.element, tags.element),
+        notes.element,
+      ),
+      h(
+        "fieldset",
+        { class: "section" },
+        h("legend", null, "Environment"),
+        h("div", { class: "field-grid" }, env.element, overrides.element),
+        env.info,
+        randomize.element,
+        h("div", { class: "preset-row" }, presetButton, presetNote),
+      ),
+      teacher.element,
+      networkSectionEl,
+      configBox,
+      resume.element,
+    ],
+    noun: "spec",
+    rootLabel: "spec",
+    targets: () => targets,
+    clearMarks: () => targets.forEach((target) => target.setError(null)),
+    check: () => {
+      const { spec, problems } = buildSpec();
+      if (!problems.length) return spec;
+      problems.forEach(([target, message]) => target.setError(message));
+      page.fixFirst(problems.length, "marked field");
+      problems[0]?.[0].focus();
+      return null;
+    },
     send: (body: RunSpec | string) => api.submitRun(body),
     pageOf: (run) => `/runs/${encodeURIComponent(run.id)}`,
     left: () => left,
-    clearErrors,
-    showProblems: showProblems,
-    generalErrors,
-    busy: [
-      { setBusy: (busy) => (submitButton.disabled = busy) },
-      { setBusy: (busy) => specTabs.setBusy(busy) },
-    ],
+    toJson: () => JSON.stringify(buildSpec().spec, null, 2),
+    fromJson: (text) => loadSpec(JSON.parse(text) as RunSpec & Record<string, unknown>),
   });
 
-  const form = h(
-    "form",
-    {
-      class: "run-form",
-      novalidate: true,
-      on: {
-        submit: (event) => {
-          event.preventDefault();
-          clearErrors();
-          const { spec, problems } = buildSpec();
-          if (problems.length) {
-            problems.forEach(([target, message]) => target.setError(message));
-            generalErrors.replaceChildren(
-              errorBox(`Fix the ${plural(problems.length, "marked field")} first.`),
-            );
-            problems[0]?.[0].focus();
-            return;
-          }
-          void submit(spec);
-        },
-      },
-    },
-    h(
-      "fieldset",
-      { class: "section" },
-      h("legend", null, "Run"),
-      kindField,
-      h("div", { class: "field-grid" }, name.element, tags.element),
-      notes.element,
-    ),
-    h(
-      "fieldset",
-      { class: "section" },
-      h("legend", null, "Environment"),
-      h("div", { class: "field-grid" }, env.element, overrides.element),
-      env.info,
-      randomize.element,
-      h("div", { class: "preset-row" }, presetButton, presetNote),
-    ),
-    teacher.element,
-    networkSectionEl,
-    configBox,
-    resume.element,
-    h("div", { class: "actions" }, submitButton),
-  );
-
-  form.addEventListener("input", (event) => {
+  page.form.addEventListener("input", (event) => {
     if ((event.target as HTMLElement | null)?.closest('[data-path="env.name"]')) return;
     filler.edited();
   });
 
-  const specTabs = createSpecTabs({
-    form,
-    toJson: () => JSON.stringify(buildSpec().spec, null, 2),
-    fromJson: (text) => loadSpec(JSON.parse(text) as RunSpec & Record<string, unknown>),
-    submitJson: (text) => void submit(text),
-    onParseError: () => showJsonParseError(generalErrors),
-  });
-
-  main.append(
-    h(
-      "section",
-      { "aria-labelledby": "form-title", class: "new-run" },
-      h("h1", { id: "form-title" }, "New run"),
-      specTabs.tabs,
-      generalErrors,
-      form,
-      specTabs.jsonView,
-    ),
-  );
   rebuild();
 
   // Envs, runs for the pickers, and any prefill.
-  const loadEnvs = (): Promise<void> =>
-    env.load().catch((error: unknown) => {
-      if (!left)
-        generalErrors.replaceChildren(errorBox(`Could not load the environments: ${describeError(error)}`));
-    });
-
   const prefill = async (): Promise<void> => {
-    const resumeId = query.get("resume");
-    const teacherId = query.get("teacher");
-    const stepText = query.get("step");
-    const step = stepText === null || stepText === "" ? null : Number(stepText);
+    const from = prefillOf(query);
     const [runsPage] = await Promise.all([
       api.listRuns({ limit: 200 }).catch(() => ({ items: [] as Run[], total: 0 })),
-      loadEnvs(),
+      env.load().catch(page.loadFailed("Could not load the environments")),
     ]);
     if (left) return;
     teacher.setRuns(runsPage.items.filter((r) => TERMINAL_STATUSES.includes(r.status)));
     resume.setRuns(runsPage.items);
-    if (resumeId) {
-      const run = await api.getRun(resumeId);
-      await loadSpec(resumingSpec(run, step));
-    } else if (teacherId) {
-      const run = await api.getRun(teacherId);
-      await loadSpec({
-        kind: "distillation",
-        name: `${run.name}-student`,
-        env: run.spec.env,
-        teacher: { run_id: run.id, step },
-      });
+    if (from.from === "resume") {
+      await loadSpec(resumingSpec(await api.getRun(from.run), from.step));
+    } else if (from.from === "teacher") {
+      await loadSpec(studentSpec(await api.getRun(from.run), from.step));
     } else if (env.value()) {
       // A new run opens with the default env's preset, as the server would fill it.
       await fillFrom(env.value(), false);
@@ -498,9 +422,7 @@ export function runFormView(main: HTMLElement, { query }: RouteContext): () => v
     // A prefilled form keeps its values; the env's preset tells what to leave out.
     if (env.value() && !presetOff) await fetchPreset(env.value()).catch(() => undefined);
   };
-  prefill().catch((error: unknown) => {
-    if (!left) generalErrors.replaceChildren(errorBox(`Could not prefill the form: ${describeError(error)}`));
-  });
+  prefill().catch(page.loadFailed("Could not prefill the form"));
 
   return () => {
     left = true;

@@ -10,7 +10,8 @@
 import { api } from "../api/client";
 import type { Run, RunSpec, SweepCreate } from "../api/types";
 import { h, uid } from "../dom";
-import { sectionTarget, simpleField, type ErrorTarget } from "../form/formTargets";
+import { registeredFields, sectionTarget, type ErrorTarget } from "../form/formTargets";
+import { readValues, writeValues } from "../form/inputValues";
 import type { RouteContext } from "../router";
 import {
   baseSpec,
@@ -20,10 +21,10 @@ import {
   METHODS,
   PRUNERS,
   RANGE_KINDS,
+  settingsOf,
   SPACE_KINDS,
   type FormProblem,
-  type Method,
-  type PrunerChoice,
+  type SettingKey,
   type SpaceKind,
   type SpaceRow,
   type SweepFormState,
@@ -36,10 +37,7 @@ import {
   metricNames,
   rowMessage,
 } from "../sweeps/sweepChoices";
-import { describeError, errorBox } from "./common";
-import { plural } from "./liveState";
-import { createSpecTabs } from "./specTabs";
-import { formSubmitter, showJsonParseError, showServerProblems as showProblems } from "./submitSpec";
+import { mountSpecForm } from "./specForm";
 
 const KIND_LABELS: Record<SpaceKind, string> = {
   log_uniform: "log uniform",
@@ -71,6 +69,8 @@ export function sweepFormView(main: HTMLElement, { query }: RouteContext): () =>
   let prunerOptions: Record<string, unknown> | null = null;
   let seed: number | null = null;
   const targets = new Map<string, ErrorTarget>();
+  // Each field's errors show at its path (`targets`).
+  const simpleField = registeredFields(targets);
 
   const baseRun = h("select", null, h("option", { value: "" }, "Loading runs…"));
   const base = simpleField(
@@ -119,17 +119,6 @@ export function sweepFormView(main: HTMLElement, { query }: RouteContext): () =>
     { id: "sweep-paths" },
     knownPaths().map((p) => h("option", { value: p })),
   );
-  for (const [path, target] of [
-    ["spec", base.target],
-    ["name", name.target],
-    ["method", method.target],
-    ["max_trials", maxTrials.target],
-    ["parallel", parallel.target],
-    ["objective.metric", metric.target],
-    ["objective.mode", mode.target],
-    ["pruner", pruner.target],
-  ] as const)
-    targets.set(path, target);
 
   const rowBox = h("div", { class: "space-rows" });
   const spaceError = h("p", { class: "field-error", hidden: true });
@@ -238,14 +227,19 @@ export function sweepFormView(main: HTMLElement, { query }: RouteContext): () =>
     row.inputs.path?.focus();
   });
 
+  // The settings typed in plain inputs, in the order they are written.
+  const settingInputs: Record<SettingKey, HTMLInputElement | HTMLSelectElement> = {
+    name: nameInput,
+    method: methodSelect,
+    maxTrials: maxInput,
+    parallel: parallelInput,
+    metric: metricInput,
+    mode: modeSelect,
+    pruner: prunerSelect,
+  };
+
   const readState = (): SweepFormState => ({
-    name: nameInput.value,
-    method: methodSelect.value as Method,
-    maxTrials: maxInput.value,
-    parallel: parallelInput.value,
-    metric: metricInput.value,
-    mode: modeSelect.value === "min" ? "min" : "max",
-    pruner: prunerSelect.value as PrunerChoice,
+    ...settingsOf(readValues(settingInputs)),
     prunerOptions,
     seed,
     space: rows.map((r) => r.read()),
@@ -253,30 +247,20 @@ export function sweepFormView(main: HTMLElement, { query }: RouteContext): () =>
   });
 
   const writeState = (state: SweepFormState): void => {
-    nameInput.value = state.name;
-    methodSelect.value = state.method;
-    maxInput.value = state.maxTrials;
-    parallelInput.value = state.parallel;
-    metricInput.value = state.metric;
-    modeSelect.value = state.mode;
-    prunerSelect.value = state.pruner;
+    writeValues(settingInputs, state);
     prunerOptions = state.prunerOptions;
     seed = state.seed;
     spec = state.spec;
     setRows(state.space);
   };
 
-  const generalErrors = h("div", { class: "general-errors", "aria-live": "polite" });
-  const submitButton = h("button", { type: "submit", class: "primary" }, "Start sweep");
-
-  const clearErrors = (): void => {
+  const clearMarks = (): void => {
     targets.forEach((t) => t.setError(null));
     spaceTarget.setError(null);
     rows.forEach((r) => {
       r.target.setError(null);
       Object.values(r.inputs).forEach((input) => input.removeAttribute("aria-invalid"));
     });
-    generalErrors.replaceChildren();
   };
 
   /** Every target by the path a 422 names: the fixed fields, the space, and each entry. */
@@ -290,15 +274,6 @@ export function sweepFormView(main: HTMLElement, { query }: RouteContext): () =>
     return out;
   };
 
-  const showServerProblems = (items: { path: string; message: string }[]): void =>
-    showProblems(items, {
-      targets: allTargets(),
-      generalErrors,
-      noun: "sweep",
-      rootLabel: "body",
-      focusFirst: specTabs.mode() === "form",
-    });
-
   const showFormProblems = (problems: FormProblem[]): void => {
     for (const problem of problems) {
       if (problem.row === null) {
@@ -310,86 +285,64 @@ export function sweepFormView(main: HTMLElement, { query }: RouteContext): () =>
       row.target.setError(rowMessage(problems, problem.row));
       row.inputs[problem.field]?.setAttribute("aria-invalid", "true");
     }
-    generalErrors.replaceChildren(errorBox(`Fix the ${plural(problems.length, "marked problem")} first.`));
+    page.fixFirst(problems.length, "marked problem");
     const first = problems[0];
     if (first?.row !== null && first?.row !== undefined) rows[first.row]?.inputs[first.field]?.focus();
     else if (first) (first.field === "space" ? spaceTarget : targets.get(first.field))?.focus();
   };
 
-  const submit = formSubmitter({
+  /** The body to send, or null when the form marked what to fix first. */
+  const check = (): SweepCreate | null => {
+    if (!spec) {
+      base.target.setError("pick the run whose spec the trials start from");
+      base.target.focus();
+      return null;
+    }
+    const { body, problems } = formToBody(readState());
+    if (!problems.length) return body;
+    showFormProblems(problems);
+    return null;
+  };
+
+  const page = mountSpecForm(main, {
+    title: "New sweep",
+    titleId: "sweep-form-title",
+    formClass: "run-form sweep-form",
+    submitLabel: "Start sweep",
+    fields: [
+      h(
+        "fieldset",
+        { class: "section" },
+        h("legend", null, "Sweep"),
+        h("div", { class: "field-grid" }, base.element, name.element, method.element, maxTrials.element),
+        h("div", { class: "field-grid" }, parallel.element, pruner.element),
+      ),
+      h(
+        "fieldset",
+        { class: "section" },
+        h("legend", null, "Objective"),
+        h("div", { class: "field-grid" }, metric.element, mode.element),
+      ),
+      spaceSection,
+      metricList,
+      pathList,
+    ],
+    noun: "sweep",
+    rootLabel: "body",
+    targets: allTargets,
+    clearMarks,
+    check,
     send: (body: SweepCreate | string) => api.submitSweep(body),
     pageOf: (sweep) => `/sweeps/${encodeURIComponent(sweep.id)}`,
     left: () => left,
-    clearErrors,
-    showProblems: showServerProblems,
-    generalErrors,
-    busy: [
-      { setBusy: (busy) => (submitButton.disabled = busy) },
-      { setBusy: (busy) => specTabs.setBusy(busy) },
-    ],
-  });
-
-  const form = h(
-    "form",
-    {
-      class: "run-form sweep-form",
-      novalidate: true,
-      on: {
-        submit: (event) => {
-          event.preventDefault();
-          clearErrors();
-          if (!spec) {
-            base.target.setError("pick the run whose spec the trials start from");
-            base.target.focus();
-            return;
-          }
-          const { body, problems } = formToBody(readState());
-          if (problems.length) showFormProblems(problems);
-          else void submit(body);
-        },
-      },
-    },
-    h(
-      "fieldset",
-      { class: "section" },
-      h("legend", null, "Sweep"),
-      h("div", { class: "field-grid" }, base.element, name.element, method.element, maxTrials.element),
-      h("div", { class: "field-grid" }, parallel.element, pruner.element),
-    ),
-    h(
-      "fieldset",
-      { class: "section" },
-      h("legend", null, "Objective"),
-      h("div", { class: "field-grid" }, metric.element, mode.element),
-    ),
-    spaceSection,
-    metricList,
-    pathList,
-    h("div", { class: "actions" }, submitButton),
-  );
-
-  const specTabs = createSpecTabs({
-    form,
     toJson: () => JSON.stringify(formToBody(readState()).body, null, 2),
     fromJson: async (text) => writeState(bodyToForm(JSON.parse(text) as SweepCreate)),
-    submitJson: (text) => void submit(text),
-    onParseError: () => showJsonParseError(generalErrors),
-    jsonLabel: "Sweep (JSON)",
-    jsonHelp: "Edit freely: this text is sent to POST /api/sweeps exactly as it is.",
-    submitLabel: "Start sweep from JSON",
+    json: {
+      jsonLabel: "Sweep (JSON)",
+      jsonHelp: "Edit freely: this text is sent to POST /api/sweeps exactly as it is.",
+      submitLabel: "Start sweep from JSON",
+    },
   });
-
-  main.append(
-    h(
-      "section",
-      { "aria-labelledby": "sweep-form-title", class: "new-run" },
-      h("h1", { id: "sweep-form-title" }, "New sweep"),
-      specTabs.tabs,
-      generalErrors,
-      form,
-      specTabs.jsonView,
-    ),
-  );
   setRows([
     { ...emptyRow(), path: "config.ppo.learning_rate", kind: "log_uniform", low: "1e-4", high: "3e-3" },
   ]);
@@ -423,9 +376,7 @@ export function sweepFormView(main: HTMLElement, { query }: RouteContext): () =>
       useRun(fromRun);
     }
   };
-  prefill().catch((error: unknown) => {
-    if (!left) generalErrors.replaceChildren(errorBox(`Could not load the runs: ${describeError(error)}`));
-  });
+  prefill().catch(page.loadFailed("Could not load the runs"));
 
   return () => {
     left = true;
