@@ -33,6 +33,11 @@ libraries do the same work per update:
   of ``k * rollout_length`` here), the same Adam steps.
 * ``precision`` (nnx-ppo only; ``float32`` when absent) -> ``make_mlp_actor_critic``'s
   ``precision`` (``bfloat16``: bf16 matrix products, f32 accumulation; ``bench.precision``).
+* ``network`` (nnx-ppo only; ``"fixed"`` when absent): which network trains
+  (``NETWORKS``): ``"fixed"`` is ``make_mlp_actor_critic``'s ``PPONetwork``, ``"composed"``
+  the same actor-critic built from the toolkit's parts (``composed.compose_mlp_actor_critic``,
+  equal parameters for equal seeds), ``"graph6"`` the population graph ``SIX_POPULATIONS``
+  (the hidden sizes are then ignored; ``bench.network_parts``).
 * ``reward_scaling`` -> ``PPOConfig.reward_scaling`` (both libraries multiply rewards inside
   the loss only). ``num_resets_per_eval`` must be 0 (we never reset
   all envs): other values are rejected rather than silently ignored, so "equal settings"
@@ -51,6 +56,7 @@ import json
 import statistics
 import time
 from collections.abc import Mapping, Sequence
+from types import MappingProxyType
 from typing import Any
 
 from flax import nnx
@@ -67,14 +73,17 @@ from bench.runs import (
 from nnx_ppo import envs
 from nnx_ppo.algorithms import config as C
 from nnx_ppo.algorithms import ppo
-from nnx_ppo.networks import factories
+from nnx_ppo.networks import composed, factories
+from nnx_ppo.networks.normalizer import flat_size
 
-NNX_ONLY_KEYS = ("anneal_learning_rate", "devices", "precision")
+NNX_ONLY_KEYS = ("anneal_learning_rate", "devices", "precision", "network")
 """Settings only nnx-ppo understands (Brax's runner rejects them)."""
 SPS_KEY = "throughput/env_steps_per_second"
 """The metric ``train_ppo`` adds to the last iteration of each jitted call."""
 EVAL_KEY = "eval/episode_reward"
 """Mean deterministic-policy episode return, present where an evaluation ran."""
+LOSS_TRACE_ITERATIONS = 20
+"""How many iterations' losses a result keeps (``loss_trace``), to compare two networks."""
 
 
 @dataclasses.dataclass(frozen=True)
@@ -100,8 +109,12 @@ class _HostLog:
     t0: float
     """``time.perf_counter()`` before the networks were built."""
     calls: list[_Call] = dataclasses.field(default_factory=list)
+    losses: list[dict[str, float]] = dataclasses.field(default_factory=list)
+    """The ``losses/*`` metrics of the first ``LOSS_TRACE_ITERATIONS`` iterations."""
 
     def on_metrics(self, metrics: Mapping[str, float], step: int) -> None:
+        if len(self.losses) < LOSS_TRACE_ITERATIONS:
+            self.losses.append({k: float(v) for k, v in metrics.items() if k.startswith("losses/")})
         if SPS_KEY not in metrics:  # not the last iteration of a jitted call
             return
         previous = self.calls[-1].end_step if self.calls else 0
@@ -231,17 +244,90 @@ def train_config(
     return C.TrainConfig(ppo=ppo, eval=evaluation, seed=cfg.seed, devices=devices)
 
 
-def make_networks(cfg: BraxPPOSettings, env: Any, precision: str = "float32") -> nnx.Module:
+SIX_POPULATIONS: Mapping[str, Any] = MappingProxyType(
+    {
+        # An array observation enters as "obs" (the sensors' size is set to its features);
+        # two populations excite each other through
+        # delay-1 edges both ways and feed a third, which feeds one of them back two steps
+        # later and drives the action (2 x action_size parameters) and the value.
+        "populations": (
+            {"name": "sensors", "size": 0, "input_from": "obs", "activation": "swish"},
+            {"name": "left", "size": 64, "activation": "tanh"},
+            {"name": "right", "size": 64, "activation": "tanh"},
+            {"name": "motor_pool", "size": 64, "activation": "swish"},
+            {"name": "motor", "size": 2, "output_to": "motor"},
+            {"name": "critic", "size": 1, "output_to": "value"},
+        ),
+        "connections": (
+            {"src": "sensors", "dst": "left"},
+            {"src": "sensors", "dst": "right"},
+            {"src": "left", "dst": "right", "delay": 1, "reciprocal": True},
+            {"src": "left", "dst": "motor_pool"},
+            {"src": "right", "dst": "motor_pool"},
+            {"src": "motor_pool", "dst": "left", "delay": 2},
+            {"src": "motor_pool", "dst": "motor"},
+            {"src": "motor_pool", "dst": "critic"},
+            {"src": "sensors", "dst": "critic"},
+        ),
+        "actions": {"motor": "motor"},
+        "value": "value",
+    }
+)
+"""The 6-population graph of ``network: "graph6"`` (the motor's size is set to 2 x the env's
+action size)."""
+
+
+def _graph6(cfg: BraxPPOSettings, obs_size: Any, action_size: Any, **kwargs: Any) -> nnx.Module:
+    spec = json.loads(json.dumps(dict(SIX_POPULATIONS)))
+    spec["populations"][0]["size"] = flat_size(obs_size)
+    spec["populations"][4]["size"] = 2 * action_size
+    return factories.make_graph_network(
+        obs_size,
+        action_size,
+        normalize_obs=cfg.normalize_observations,
+        entropy_weight=cfg.entropy_cost,
+        **kwargs,
+        **spec,
+    )
+
+
+def _mlp(factory: Any) -> Any:
+    def make(cfg: BraxPPOSettings, obs_size: Any, action_size: Any, **kwargs: Any) -> Any:
+        return factory(
+            obs_size,
+            action_size,
+            actor_hidden_sizes=cfg.policy_hidden,
+            critic_hidden_sizes=cfg.value_hidden,
+            normalize_obs=cfg.normalize_observations,
+            entropy_weight=cfg.entropy_cost,
+            **kwargs,
+        )
+
+    return make
+
+
+NETWORKS: Mapping[str, Any] = MappingProxyType(
+    {
+        "fixed": _mlp(factories.make_mlp_actor_critic),
+        "composed": _mlp(composed.compose_mlp_actor_critic),
+        "graph6": _graph6,
+    }
+)
+"""The builders of the ``network`` setting's values."""
+
+
+def make_networks(
+    cfg: BraxPPOSettings, env: Any, precision: str = "float32", network: str = "fixed"
+) -> nnx.Module:
     """The actor-critic of ``cfg`` for ``env`` (see the module docstring for the mapping);
-    ``precision`` (the nnx-only setting of that name) is its products' arithmetic."""
-    return factories.make_mlp_actor_critic(
+    ``precision`` and ``network`` are the nnx-only settings of those names."""
+    if network not in NETWORKS:
+        raise ValueError(f"network must be one of {sorted(NETWORKS)}, got {network!r}")
+    return NETWORKS[network](
+        cfg,
         env.observation_size,
         env.action_size,
         rngs=nnx.Rngs(cfg.seed),
-        actor_hidden_sizes=cfg.policy_hidden,
-        critic_hidden_sizes=cfg.value_hidden,
-        normalize_obs=cfg.normalize_observations,
-        entropy_weight=cfg.entropy_cost,
         precision=precision,
     )
 
@@ -283,6 +369,8 @@ def run_nnx_ppo(settings: Mapping[str, Any]) -> dict[str, Any]:
           evaluation (none at step 0); ``wall_seconds`` counts from ``t0``, including
           compile and evaluation; ``train_seconds`` sums the jitted calls so far.
         * ``final_eval_reward``: the last curve point's ``eval_reward``.
+        * ``loss_trace``: the ``losses/*`` metrics of the first ``LOSS_TRACE_ITERATIONS``
+          iterations, one dict each.
     """
     cfg = nnx_settings(settings)
     config = train_config(
@@ -292,7 +380,9 @@ def run_nnx_ppo(settings: Mapping[str, Any]) -> dict[str, Any]:
     cache_files_before = count_files(cache_dir)
     env = envs.load(cfg.env, {"impl": cfg.physics_impl, "episode_length": cfg.episode_length})
     log = _HostLog(t0=time.perf_counter())
-    networks = make_networks(cfg, env, settings.get("precision", "float32"))
+    networks = make_networks(
+        cfg, env, settings.get("precision", "float32"), settings.get("network", "fixed")
+    )
     result = ppo.train_ppo(env, networks, config, log_fn=log.on_metrics)
     total_seconds = time.perf_counter() - log.t0
     out = _result(cfg, log, total_seconds, result.total_steps)
@@ -330,6 +420,7 @@ def _result(
         "peak_rss_mb": peak_rss_mb(),
         "curve": curve,
         "final_eval_reward": curve[-1]["eval_reward"],
+        "loss_trace": log.losses,
     }
 
 

@@ -10,6 +10,7 @@ from typing import Any
 
 import jax
 import jax.numpy as jnp
+from flax import nnx
 
 from nnx_ppo.networks.base import StatefulModule
 from nnx_ppo.networks.containers import has_statistics
@@ -149,6 +150,38 @@ class PPOAdapter(StatefulModule):
         next_state = {"action": action_out.next_state, "value": value_out.next_state}
         new_extras = {"action": action_out.rollout_extras, "value": value_out.rollout_extras}
         return StatefulOutput(next_state, output, reg, metrics, new_extras)
+
+    def act(self, state: dict[str, Any], x: Any) -> StatefulOutput:
+        """A call for acting in a rollout: the value port runs only when it keeps a carry.
+
+        The loss recomputes values, so a carry-less value port's are not needed to act:
+        it is skipped and ``value_estimates`` are zeros of its output's shapes (as
+        ``PPONetwork.act`` does). A value port with a carry still runs, to advance it.
+        """
+        if jax.tree.leaves(state["value"]):
+            return self(state, x)
+        action_out = self.action(state["action"], x, None)
+        fields, action_metrics = pack_actions(action_out.output)
+        metrics = {**action_out.metrics, **(action_metrics or {})}
+        zeros = jax.tree.map(lambda s: jnp.zeros(s.shape, s.dtype), self._value_shapes(state, x))
+        output = PPONetworkOutput(
+            value_estimates=jax.tree.map(squeeze_value, zeros),
+            regularization_loss=action_out.regularization_loss,
+            metrics=metrics,
+            **fields,
+        )
+        next_state = {"action": action_out.next_state, "value": state["value"]}
+        extras = {"action": action_out.rollout_extras, "value": None}
+        return StatefulOutput(next_state, output, action_out.regularization_loss, metrics, extras)
+
+    def _value_shapes(self, state: dict[str, Any], x: Any) -> Any:
+        """The shapes of the value port's output for input ``x``, computed without running it."""
+        graphdef, module_state = nnx.split(self.value)
+
+        def value(module_state: Any) -> Any:
+            return nnx.merge(graphdef, module_state)(state["value"], x).output
+
+        return jax.eval_shape(value, module_state)
 
     def update_statistics(self, inputs: Any, mask: jax.Array | None = None) -> None:
         for port in (self.action, self.value):

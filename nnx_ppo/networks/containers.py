@@ -87,11 +87,23 @@ class Sequential(StatefulModule):
         return [layer.reset_state(s) for layer, s in zip(self.layers, prev_state, strict=True)]
 
     def __call__(self, state: list[Any], x: Any, rollout_extras: Any = None) -> StatefulOutput:
+        return self._run(state, x, rollout_extras, acting=False)
+
+    def act(self, state: list[Any], x: Any) -> StatefulOutput:
+        """A call for acting in a rollout: as ``__call__``, but the last layer's ``act``
+        runs where it has one (``PPOAdapter``'s skips a carry-less value port)."""
+        return self._run(state, x, None, acting=True)
+
+    def _run(self, state: list[Any], x: Any, rollout_extras: Any, acting: bool) -> StatefulOutput:
         extras = [None] * len(self.layers) if rollout_extras is None else rollout_extras
-        next_state, new_extras, metrics = [], [], {}
+        next_state: list[Any] = []
+        new_extras: list[Any] = []
+        metrics: dict[str, Any] = {}
         loss = zero_loss()
-        for layer, s, e in zip(self.layers, state, extras, strict=True):
-            out = layer(s, x, e)
+        last = len(self.layers) - 1
+        for i, (layer, s, e) in enumerate(zip(self.layers, state, extras, strict=True)):
+            act = getattr(layer, "act", None) if acting and i == last else None
+            out = act(s, x) if act is not None else layer(s, x, e)
             next_state.append(out.next_state)
             new_extras.append(out.rollout_extras)
             metrics.update(out.metrics)

@@ -20,6 +20,7 @@ from nnx_ppo import plugins
 from nnx_ppo.networks import graph_spec
 from nnx_ppo.networks.actor_critic import AsymmetricPPONetwork, PPONetwork, key_slice
 from nnx_ppo.networks.base import StatefulModule
+from nnx_ppo.networks.composed import make_mlp, make_mlp_layers  # noqa: F401  (the interface's)
 from nnx_ppo.networks.layers import LSTM, MLP, Sequential
 from nnx_ppo.networks.normalizer import Normalizer, flat_size, obs_shapes
 from nnx_ppo.networks.precision import DEFAULT_PRECISION, check_precision
@@ -72,14 +73,16 @@ def _check_action_size(action_size: int) -> int:
 def make_mlp_actor_critic(
     obs_size: Any,
     action_size: int,
-    *,
-    rngs: nnx.Rngs,
     actor_hidden_sizes: Sequence[int] = (64, 64),
     critic_hidden_sizes: Sequence[int] = (256, 256),
-    normalize_obs: bool = True,
+    rngs: nnx.Rngs | None = None,
     activation: str = "swish",
+    normalize_obs: bool = True,
+    initializer_scale: float = 1.0,
     entropy_weight: float = 1e-2,
     min_std: float = 1e-3,
+    std_scale: float = 1.0,
+    *,
     reward_streams: Sequence[str] | None = None,
     policy_obs_key: str | None = None,
     value_obs_key: str | None = None,
@@ -93,6 +96,12 @@ def make_mlp_actor_critic(
     ``value_obs_key``, they are ignored for array observations, so one preset fits an env
     whatever its observation is; unset, both read every key.
 
+    The first eleven arguments may be given by position, in the order of
+    ``networks-api.md`` (``obs_size, action_size, actor_hidden_sizes, critic_hidden_sizes,
+    rngs, activation, normalize_obs, initializer_scale, entropy_weight, min_std,
+    std_scale``); the defaults are this project's. ``composed.compose_mlp_actor_critic``
+    builds the same network from the toolkit's parts.
+
     Args:
         obs_size: The env's ``observation_size`` (int, shape, or dict of shapes).
         action_size: The env's ``action_size``.
@@ -102,8 +111,10 @@ def make_mlp_actor_critic(
         critic_hidden_sizes: Hidden layer widths of the value MLP.
         normalize_obs: Standardize observations with running statistics.
         activation: Hidden activation name (``swish``, ``relu``, ``tanh``, ``elu``, ``gelu``).
+        initializer_scale: Multiplies every layer's initial (Lecun-uniform) weights.
         entropy_weight: Weight of the policy's entropy bonus.
         min_std: Floor of the policy's standard deviation.
+        std_scale: Multiplies the softplus of the policy's raw standard deviation.
         reward_streams: Names of the env's reward streams when its reward is a dict: one
             value head each (``value_estimates`` is then a dict). None: one value.
         policy_obs_key: The dict-observation key the policy reads (None: all keys).
@@ -111,10 +122,13 @@ def make_mlp_actor_critic(
         precision: ``"float32"`` or ``"bfloat16"``: the arithmetic of the MLPs' matrix
             products (``nnx_ppo.networks.precision``; parameters stay float32).
     """
+    rngs = _check_rngs(rngs)
     obs_size = _check_obs_size(obs_size)
     action_size = _check_action_size(action_size)
     actor_hidden = _check_sizes("actor_hidden_sizes", actor_hidden_sizes)
     critic_hidden = _check_sizes("critic_hidden_sizes", critic_hidden_sizes)
+    initializer_scale = _check_positive("initializer_scale", initializer_scale)
+    std_scale = _check_positive("std_scale", std_scale)
     precision = check_precision(precision)
     keys = _obs_keys(obs_size, policy_obs_key, value_obs_key)
     shapes = obs_shapes(obs_size)
@@ -126,6 +140,7 @@ def make_mlp_actor_critic(
         (n_actor_in, *actor_hidden, 2 * action_size),
         rngs=rngs,
         activation=activation,
+        initializer_scale=initializer_scale,
         last_layer_scale=0.01,
         precision=precision,
     )
@@ -134,6 +149,7 @@ def make_mlp_actor_critic(
         (n_critic_in, *critic_hidden, len(streams or (0,))),
         rngs=rngs,
         activation=activation,
+        initializer_scale=initializer_scale,
         precision=precision,
     )
     network = _assemble(
@@ -147,6 +163,7 @@ def make_mlp_actor_critic(
         min_std,
         streams,
         obs_keys=keys,
+        std_scale=std_scale,
     )
     fields = {
         "actor_hidden_sizes": actor_hidden,
@@ -160,7 +177,26 @@ def make_mlp_actor_critic(
         "value_obs_key": value_obs_key,
         "precision": precision,
     }
+    # Recorded only when set, so that the recipes (and the programs) of networks built
+    # before these arguments existed stay as they were.
+    fields |= {
+        name: value
+        for name, value in (("initializer_scale", initializer_scale), ("std_scale", std_scale))
+        if value != 1.0
+    }
     return _with_recipe(network, "mlp", obs_size, action_size, fields)
+
+
+def _check_rngs(rngs: Any) -> nnx.Rngs:
+    if not isinstance(rngs, nnx.Rngs):
+        raise ValueError(f"rngs must be an nnx.Rngs (e.g. nnx.Rngs(0)), got {rngs!r}")
+    return rngs
+
+
+def _check_positive(name: str, value: Any) -> float:
+    if isinstance(value, bool) or not isinstance(value, int | float) or not value > 0:
+        raise ValueError(f"{name} must be a positive number, got {value!r}")
+    return float(value)
 
 
 def _obs_keys(
@@ -276,9 +312,14 @@ def _assemble(
     min_std: float,
     reward_streams: tuple[str, ...] | None = None,
     obs_keys: tuple[str, str] | None = None,
+    std_scale: float = 1.0,
 ) -> PPONetwork:
     sampler = TanhNormalSampler(
-        action_size, rngs=rngs, entropy_weight=entropy_weight, min_std=min_std
+        action_size,
+        rngs=rngs,
+        entropy_weight=entropy_weight,
+        min_std=min_std,
+        std_scale=std_scale,
     )
     normalizer = Normalizer(obs_size) if normalize_obs else None
     if obs_keys is not None:

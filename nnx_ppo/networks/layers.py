@@ -71,7 +71,8 @@ class MLP(StatefulModule):
         sizes: ``(in, hidden..., out)`` feature sizes; at least two entries.
         rngs: Random number streams for initialization.
         activation: Name of the hidden activation (see ``ACTIVATIONS``).
-        last_layer_scale: Multiplies the last layer's initial weights.
+        initializer_scale: Multiplies every layer's initial weights.
+        last_layer_scale: Multiplies the last layer's initial weights once more.
         precision: The arithmetic of every layer's product (see ``Dense``).
     """
 
@@ -81,6 +82,7 @@ class MLP(StatefulModule):
         *,
         rngs: nnx.Rngs,
         activation: str = "swish",
+        initializer_scale: float = 1.0,
         last_layer_scale: float = 1.0,
         precision: str = DEFAULT_PRECISION,
     ):
@@ -95,7 +97,8 @@ class MLP(StatefulModule):
                     sizes[i],
                     sizes[i + 1],
                     rngs=rngs,
-                    kernel_scale=last_layer_scale if i == n_layers - 1 else 1.0,
+                    kernel_scale=initializer_scale
+                    * (last_layer_scale if i == n_layers - 1 else 1.0),
                     precision=precision,
                 )
                 for i in range(n_layers)

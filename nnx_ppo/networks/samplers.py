@@ -42,7 +42,8 @@ class TanhNormalSampler(StatefulModule):
     """Samples ``tanh(N(loc, scale))`` actions from ``[B, 2A]`` parameters.
 
     The first ``A`` parameters are the mean, the last ``A`` pass through
-    ``softplus(.) + min_std`` to give the scale. In eval mode (``module.eval()``) the action
+    ``std_scale * softplus(.) + min_std`` to give the scale. In eval mode
+    (``module.eval()``) the action
     is ``tanh(loc)``. The entropy estimate is the normal's entropy plus the tanh
     log-Jacobian at the action taken (reparameterized); ``-entropy_weight * mean(entropy)``
     is the regularization loss.
@@ -55,6 +56,7 @@ class TanhNormalSampler(StatefulModule):
         rngs: Must provide an ``action`` stream for sampling.
         entropy_weight: Weight of the entropy bonus.
         min_std: Floor added to the softplus scale.
+        std_scale: Multiplies the softplus of the raw scale.
     """
 
     def __init__(
@@ -64,6 +66,7 @@ class TanhNormalSampler(StatefulModule):
         rngs: nnx.Rngs,
         entropy_weight: float = 1e-2,
         min_std: float = 1e-3,
+        std_scale: float = 1.0,
     ):
         if action_size <= 0:
             raise ValueError(f"action_size must be positive, got {action_size}")
@@ -72,13 +75,17 @@ class TanhNormalSampler(StatefulModule):
         self.action_size = action_size
         self.entropy_weight = entropy_weight
         self.min_std = min_std
+        self.std_scale = std_scale
         self.deterministic = False
         self.rngs = rngs
 
     def distribution(self, params: jax.Array) -> tuple[jax.Array, jax.Array]:
         """``(loc, scale)``, each ``[B, A]``."""
         loc, pre_scale = jnp.split(params, 2, axis=-1)
-        return loc, jax.nn.softplus(pre_scale) + self.min_std
+        scale = jax.nn.softplus(pre_scale)
+        if self.std_scale != 1.0:  # as before std_scale existed, to the bit
+            scale = self.std_scale * scale
+        return loc, scale + self.min_std
 
     def __call__(
         self, state: Any, params: jax.Array, rollout_extras: jax.Array | None = None

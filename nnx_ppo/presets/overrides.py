@@ -176,6 +176,10 @@ def _randomize(value: Any, env: str) -> bool:
     return value
 
 
+_NOT_FIELDS = frozenset({"obs_size", "action_size", "rngs"})
+"""A factory's arguments that come from the env and the seed, not from ``network``."""
+
+
 def check_network(network: dict[str, Any]) -> dict[str, Any]:
     """``network`` if its keys are keyword arguments of its kind's factory (their values are
     judged when the network is built)."""
@@ -186,7 +190,7 @@ def check_network(network: dict[str, Any]) -> dict[str, Any]:
     accepted = [
         name
         for name, p in inspect.signature(factory).parameters.items()
-        if p.kind is p.KEYWORD_ONLY and name != "rngs"
+        if p.kind in (p.POSITIONAL_OR_KEYWORD, p.KEYWORD_ONLY) and name not in _NOT_FIELDS
     ]
     for key in network:
         if key != "kind" and key not in accepted:

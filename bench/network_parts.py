@@ -1,0 +1,192 @@
+"""Networks built from the toolkit's parts against today's fixed ``PPONetwork`` (issue 23).
+
+    python -m bench.network_parts [--rounds 20] [--pairs 3] [--steps 2048000]
+
+At ``bench.settings.SPEED`` (CartpoleBalance, 256 envs x 20 steps, 4 x 4 minibatches; the
+total steps and evaluations set here), each run in a fresh process (``bench.nnx_runner``):
+
+* **In one process**: the PPO iteration of each network jitted in the library's chunk driver
+  (``CHUNK`` iterations per call, as ``train_ppo`` runs them), then ``--rounds`` rounds of
+  one call each, the order alternating: ms per iteration and the ratio fixed/composed of the
+  times (composed's speed relative to fixed's; target: median >= 0.98). The load of the
+  machine moves both alike here, which separate processes cannot promise.
+* ``--pairs`` interleaved pairs of ``network: "fixed"`` (``make_mlp_actor_critic``'s
+  ``PPONetwork``) and ``network: "composed"`` (``composed.compose_mlp_actor_critic``: the
+  same sizes, the same parameters for the same seed), the order alternating from pair to
+  pair. Reported: each pair's steady env steps/s and their ratio composed/fixed (target:
+  median >= 0.98), and whether the two trained identically: the same ``losses/*`` for the
+  first iterations and the same final eval reward.
+* one run of ``network: "graph6"`` (``nnx_runner.SIX_POPULATIONS``: six populations with
+  delayed reciprocal edges): its steady env steps/s and compile time.
+
+A warm-up run of each network first fills the persistent compilation cache, so the timed
+runs' compile times are the cache's. Writes ``bench/results/network-parts-<time>.json``.
+"""
+
+from __future__ import annotations
+
+import argparse
+import statistics
+import sys
+import time
+from typing import Any
+
+import jax
+import jax.numpy as jnp
+
+from bench.jax_setup import enable_compilation_cache
+from bench.nnx_runner import (
+    make_networks,
+    nnx_settings,
+    run_nnx_ppo_subprocess,
+    train_config,
+)
+from bench.runs import write_results
+from bench.service_harness import machine_facts
+from bench.settings import SPEED
+from nnx_ppo import envs
+from nnx_ppo.algorithms.carry import split_state, traced_step
+from nnx_ppo.algorithms.host_loop import scan_iterations
+from nnx_ppo.algorithms.step import ppo_iteration
+from nnx_ppo.algorithms.training import training_state_for
+
+TARGET = 0.98
+
+SUMMARY_KEYS = (
+    "env_steps_per_second",
+    "train_compile_seconds",
+    "compile_seconds",
+    "final_eval_reward",
+    "total_seconds",
+)
+
+
+CHUNK = 8
+"""PPO iterations per jitted call in the in-process comparison."""
+
+
+def interleaved_iterations(networks: tuple[str, str], rounds: int) -> dict[str, Any]:
+    """Seconds per PPO iteration of each of ``networks`` (names of ``nnx_runner.NETWORKS``) at
+    ``SPEED``, timed in alternating calls in this process, and the per-round ratios of the
+    first's time to the second's (the second's speed relative to the first's)."""
+    config_settings = nnx_settings(SPEED)
+    config = train_config(config_settings)
+    env = envs.load(
+        config_settings.env,
+        {"impl": config_settings.physics_impl, "episode_length": config_settings.episode_length},
+    )
+    n_active = jnp.asarray(CHUNK, jnp.int32)
+    runners: dict[str, list[Any]] = {}
+    compile_seconds = {}
+    for name in networks:
+        state = training_state_for(env, make_networks(config_settings, env, network=name), config)
+        graphdef, carry = split_state(state)
+        step = traced_step(graphdef, lambda s, _extra: ppo_iteration(env, s, config.ppo))
+        run = scan_iterations(step, CHUNK)
+        start = time.perf_counter()
+        carry, _ = jax.block_until_ready(run(carry, None, n_active))
+        compile_seconds[name] = time.perf_counter() - start
+        runners[name] = [run, carry]
+    seconds: dict[str, list[float]] = {name: [] for name in networks}
+    for i in range(rounds):
+        for name in networks if i % 2 == 0 else networks[::-1]:
+            run, carry = runners[name]
+            start = time.perf_counter()
+            carry, _ = jax.block_until_ready(run(carry, None, n_active))
+            seconds[name].append((time.perf_counter() - start) / CHUNK)
+            runners[name][1] = carry
+    first, second = networks
+    ratios = [a / b for a, b in zip(seconds[first], seconds[second], strict=True)]
+    return {
+        "ms_per_iteration": {k: 1000 * statistics.median(v) for k, v in seconds.items()},
+        "first_call_seconds": compile_seconds,
+        "ratios": ratios,
+        "median_ratio": statistics.median(ratios),
+        "seconds": seconds,
+    }
+
+
+def _run(network: str, steps: int, timeout_s: float) -> dict[str, Any]:
+    settings = {**SPEED, "total_steps": steps, "num_evals": 3, "network": network}
+    return run_nnx_ppo_subprocess(settings, timeout_s=timeout_s)
+
+
+def _summary(result: dict[str, Any]) -> dict[str, Any]:
+    return {key: result[key] for key in SUMMARY_KEYS}
+
+
+def main(argv: list[str] | None = None) -> int:
+    parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
+    parser.add_argument("--rounds", type=int, default=20)
+    parser.add_argument("--pairs", type=int, default=3)
+    parser.add_argument("--steps", type=int, default=2_048_000)
+    parser.add_argument("--graph-steps", type=int, default=1_024_000)
+    parser.add_argument("--timeout-s", type=float, default=1800.0)
+    args = parser.parse_args(argv)
+    enable_compilation_cache()
+
+    in_process = interleaved_iterations(("fixed", "composed"), args.rounds)
+    ratio = in_process["median_ratio"]
+    verdict = "meets" if ratio >= TARGET else "misses"
+    print(
+        f"in one process: {in_process['ms_per_iteration']} ms per iteration; median ratio "
+        f"of times fixed/composed {ratio:.3f}: {verdict} the target {TARGET}",
+        flush=True,
+    )
+    cold = {}
+    for network in ("fixed", "composed"):
+        cold[network] = _summary(_run(network, 256 * 20 * 8, args.timeout_s))
+        print(f"warm-up {network}: {cold[network]}", flush=True)
+    pairs = []
+    for i in range(args.pairs):
+        order = ("fixed", "composed") if i % 2 == 0 else ("composed", "fixed")
+        results = {network: _run(network, args.steps, args.timeout_s) for network in order}
+        fixed, composed = results["fixed"], results["composed"]
+        pairs.append(
+            {
+                "first": order[0],
+                "fixed": _summary(fixed),
+                "composed": _summary(composed),
+                "ratio": composed["env_steps_per_second"] / fixed["env_steps_per_second"],
+                "same_losses": fixed["loss_trace"] == composed["loss_trace"],
+                "same_final_eval": fixed["final_eval_reward"] == composed["final_eval_reward"],
+                "loss_iterations_compared": len(fixed["loss_trace"]),
+            }
+        )
+        p = pairs[-1]
+        print(
+            f"pair {i + 1}: fixed {p['fixed']['env_steps_per_second']:.0f} steps/s, composed "
+            f"{p['composed']['env_steps_per_second']:.0f} steps/s, ratio {p['ratio']:.3f}; "
+            f"same losses {p['same_losses']}, same final eval {p['same_final_eval']}",
+            flush=True,
+        )
+    pairs_ratio = statistics.median(p["ratio"] for p in pairs)
+    print(f"separate processes: median ratio composed/fixed {pairs_ratio:.3f}", flush=True)
+
+    graph_cold = _summary(_run("graph6", 256 * 20 * 8, args.timeout_s))
+    print(f"warm-up graph6: {graph_cold}", flush=True)
+    graph = _summary(_run("graph6", args.graph_steps, args.timeout_s))
+    print(f"graph6: {graph}", flush=True)
+    path = write_results(
+        "network-parts",
+        {
+            "args": vars(args),
+            "settings": {**SPEED, "num_evals": 3},
+            "warm_up": cold,
+            "in_process": in_process,
+            "median_ratio": ratio,
+            "pairs": pairs,
+            "pairs_median_ratio": pairs_ratio,
+            "target": TARGET,
+            "graph6_warm_up": graph_cold,
+            "graph6": graph,
+            "machine": machine_facts(),
+            "time": time.time(),
+        },
+    )
+    print(f"written: {path}")
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())

@@ -1,0 +1,144 @@
+"""The actor-critic of ``factories.make_mlp_actor_critic`` written with the composable parts
+of ``networks-api.md``, and the MLP stacks it is made of (``make_mlp``, ``make_mlp_layers``).
+
+``compose_mlp_actor_critic`` builds ``Sequential([Normalizer, Flattener, PPOAdapter(action=
+Sequential([MLP, NormalTanhSampler]), value=MLP)])``. Built from the same ``nnx.Rngs`` seed
+with the same arguments, its parameters, its action draws and therefore its losses equal
+those of ``make_mlp_actor_critic``'s ``PPONetwork`` (the same initializers are drawn in the
+same order; ``bench/network_parts.py`` checks it and compares their speed).
+"""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+from typing import Any
+
+import jax
+import jax.numpy as jnp
+from flax import nnx
+
+from nnx_ppo.networks.adapter import PPOAdapter
+from nnx_ppo.networks.base import StatefulModule
+from nnx_ppo.networks.containers import Sequential
+from nnx_ppo.networks.feedforward import Activation, Dense
+from nnx_ppo.networks.normalizer import Normalizer, flat_size
+from nnx_ppo.networks.precision import DEFAULT_PRECISION, check_precision, linear_kwargs
+from nnx_ppo.networks.sampling_layers import NormalTanhSampler
+from nnx_ppo.networks.utils import Flattener
+
+
+def scaled_lecun_uniform(scale: float) -> Any:
+    """Lecun-uniform weights times ``scale`` (``layers.Dense``'s initializer)."""
+    base = nnx.initializers.lecun_uniform()
+
+    def init(key: jax.Array, shape: Sequence[int], dtype: Any = jnp.float32) -> jax.Array:
+        return base(key, shape, dtype) * scale
+
+    return init
+
+
+def make_mlp_layers(
+    sizes: Sequence[int],
+    rngs: nnx.Rngs,
+    activation: Activation = "relu",
+    activation_last_layer: bool = True,
+    *,
+    initializer_scale: float = 1.0,
+    last_layer_scale: float = 1.0,
+    precision: str = DEFAULT_PRECISION,
+) -> list[StatefulModule]:
+    """The ``Dense`` layers of an MLP with feature sizes ``(in, hidden..., out)``.
+
+    Args:
+        sizes: At least two positive feature sizes.
+        rngs: Streams for initialization.
+        activation: Every layer's activation (name, callable or None).
+        activation_last_layer: Whether the last layer has it too.
+        initializer_scale: Multiplies every layer's initial (Lecun-uniform) weights.
+        last_layer_scale: Multiplies the last layer's initial weights once more (small
+            values make a policy start near its mean action).
+        precision: The arithmetic of the products (``nnx_ppo.networks.precision``).
+
+    Raises:
+        ValueError: If ``sizes`` has fewer than two entries or one is not positive.
+    """
+    sizes = list(sizes)
+    if len(sizes) < 2 or any(isinstance(s, bool) or not isinstance(s, int) for s in sizes):
+        raise ValueError(f"MLP sizes must be >= 2 positive integers, got {sizes}")
+    kwargs = linear_kwargs(check_precision(precision))
+    n_layers = len(sizes) - 1
+    layers: list[StatefulModule] = []
+    for i in range(n_layers):
+        last = i == n_layers - 1
+        scale = initializer_scale * (last_layer_scale if last else 1.0)
+        layers.append(
+            Dense(
+                sizes[i],
+                sizes[i + 1],
+                rngs,
+                activation=None if last and not activation_last_layer else activation,
+                kernel_init=scaled_lecun_uniform(scale),
+                **kwargs,
+            )
+        )
+    return layers
+
+
+def make_mlp(
+    sizes: Sequence[int],
+    rngs: nnx.Rngs,
+    activation: Activation = "relu",
+    activation_last_layer: bool = True,
+    **kwargs: Any,
+) -> Sequential:
+    """``Sequential(make_mlp_layers(...))``: an MLP as one carry-less module."""
+    return Sequential(make_mlp_layers(sizes, rngs, activation, activation_last_layer, **kwargs))
+
+
+def compose_mlp_actor_critic(
+    obs_size: Any,
+    action_size: int,
+    actor_hidden_sizes: Sequence[int] = (64, 64),
+    critic_hidden_sizes: Sequence[int] = (256, 256),
+    rngs: nnx.Rngs | None = None,
+    activation: str = "swish",
+    normalize_obs: bool = True,
+    initializer_scale: float = 1.0,
+    entropy_weight: float = 1e-2,
+    min_std: float = 1e-3,
+    std_scale: float = 1.0,
+    *,
+    precision: str = DEFAULT_PRECISION,
+) -> Sequential:
+    """``make_mlp_actor_critic``'s network as a composition of the toolkit's parts.
+
+    ``[Normalizer ->] Flattener -> PPOAdapter(action=Sequential([MLP, NormalTanhSampler]),
+    value=MLP)``; the policy's last layer starts at 0.01 of its Lecun scale, as there. The
+    defaults are ``make_mlp_actor_critic``'s.
+
+    Raises:
+        ValueError: For a missing ``rngs`` or sizes that are not positive.
+    """
+    if rngs is None:
+        raise ValueError("compose_mlp_actor_critic needs rngs (an nnx.Rngs)")
+    n_in = flat_size(obs_size)
+    actor = make_mlp_layers(
+        (n_in, *actor_hidden_sizes, 2 * action_size),
+        rngs,
+        activation,
+        activation_last_layer=False,
+        initializer_scale=initializer_scale,
+        last_layer_scale=0.01,
+        precision=precision,
+    )
+    critic = make_mlp(
+        (n_in, *critic_hidden_sizes, 1),
+        rngs,
+        activation,
+        activation_last_layer=False,
+        initializer_scale=initializer_scale,
+        precision=precision,
+    )
+    sampler = NormalTanhSampler(rngs, entropy_weight, min_std=min_std, std_scale=std_scale)
+    features = [Normalizer(obs_size), Flattener()] if normalize_obs else [Flattener()]
+    return Sequential([*features, PPOAdapter(action=Sequential([*actor, sampler]), value=critic)])
