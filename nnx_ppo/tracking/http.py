@@ -9,20 +9,19 @@ raises ``RunEnded``; a report the service refuses (another 4xx) raises ``ReportR
 
 from __future__ import annotations
 
-import hashlib
 import math
 import time
-from collections.abc import Callable, Iterator
+from collections.abc import Callable
 from pathlib import Path
 from typing import Any
 
 import httpx
 
 from nnx_ppo.client.errors import ClientError
+from nnx_ppo.client.uploads import file_chunks, upload_headers
 
 BACKOFF_S = (0.2, 0.5, 1.0, 2.0, 5.0)
 TRANSIENT_STATUSES = frozenset({429, 500, 502, 503, 504})
-CHUNK = 1 << 20
 
 
 class TrackingError(ClientError):
@@ -76,16 +75,8 @@ class ReportClient:
     def upload(self, route: str, file: Path) -> None:
         """``file`` PUT at ``route`` (``/checkpoints/{step}``, ``/videos/{name}``) with its
         SHA-256, streamed."""
-        digest = hashlib.sha256()
-        with open(file, "rb") as f:
-            while chunk := f.read(CHUNK):
-                digest.update(chunk)
-        headers = {
-            "X-Content-SHA256": digest.hexdigest(),
-            "Content-Type": "application/octet-stream",
-            "Content-Length": str(file.stat().st_size),
-        }
-        self._request("PUT", route, content=lambda: _chunks(file), headers=headers)
+        headers = upload_headers(file)
+        self._request("PUT", route, content=lambda: file_chunks(file), headers=headers)
 
     def heartbeat(self, timeout_s: float) -> bool | None:
         """One heartbeat (not retried); whether the run was cancelled on the service, None
@@ -142,9 +133,3 @@ def _detail(response: httpx.Response) -> str:
         return str(response.json().get("detail"))
     except ValueError:
         return response.text[:200]
-
-
-def _chunks(file: Path) -> Iterator[bytes]:
-    with open(file, "rb") as f:
-        while chunk := f.read(CHUNK):
-            yield chunk

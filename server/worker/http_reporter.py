@@ -12,17 +12,16 @@ handed to another attempt) stops the run.
 
 from __future__ import annotations
 
-import hashlib
 import tempfile
 import threading
 import time
-from collections.abc import Iterator
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
 import httpx
 
+from nnx_ppo.client.uploads import CHUNK, file_chunks, upload_headers
 from server.store import artifacts
 from server.store.run_events import ReportItem
 from server.worker.reporter import QueuedReporter, ReportFailed, checkpoint_public
@@ -30,7 +29,6 @@ from server.worker.reporter import QueuedReporter, ReportFailed, checkpoint_publ
 RETRY_FOR_S = 600.0
 """How long a report is retried before the run fails (covers an API restart)."""
 BACKOFF_S = (0.2, 0.5, 1.0, 2.0, 5.0)
-CHUNK = 1 << 20
 TRANSIENT_STATUSES = frozenset({429, 500, 502, 503, 504})
 
 
@@ -166,16 +164,8 @@ class HttpReporter(QueuedReporter):
         self._request("POST", "/batch", json={"seq": self._seq, "items": batch})
 
     def _upload(self, path: str, file: Path) -> None:
-        digest = hashlib.sha256()
-        with open(file, "rb") as f:
-            while chunk := f.read(CHUNK):
-                digest.update(chunk)
-        headers = {
-            "X-Content-SHA256": digest.hexdigest(),
-            "Content-Type": "application/octet-stream",
-            "Content-Length": str(file.stat().st_size),
-        }
-        self._request("PUT", path, content=lambda: _chunks(file), headers=headers)
+        headers = upload_headers(file)
+        self._request("PUT", path, content=lambda: file_chunks(file), headers=headers)
 
     def _download(self, path: str, params: dict[str, Any], into: Path) -> httpx.Response | None:
         deadline = time.monotonic() + self.retry_for_s
@@ -243,9 +233,3 @@ class HttpReporter(QueuedReporter):
             self._revoked = True
         elif response.status_code == 200:
             self._cancelled = bool(response.json().get("cancel_requested"))
-
-
-def _chunks(file: Path) -> Iterator[bytes]:
-    with open(file, "rb") as f:
-        while chunk := f.read(CHUNK):
-            yield chunk
