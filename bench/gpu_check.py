@@ -21,7 +21,8 @@ not, and none stopping the others:
 4. ``service``: ``nnx-ppo serve`` on the GPU, a run submitted over HTTP, its stream
    followed, its checkpoint and its EGL-rendered video downloaded.
 5. ``learning``: ours and Brax at Playground's own settings (``preset(env, "gpu")``) on the
-   five envs of the learning table, one seed each, as many as the time left allows.
+   five envs of the learning table (or ``--learning-envs``), one seed each, as many as the
+   time left allows.
 
 A TPU (JAX's default backend, where there is no NVIDIA GPU) counts as the accelerator too;
 its machine opens no socket, so the ``service`` step cannot run there. Without either, steps
@@ -209,6 +210,13 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--learning-steps", type=int, default=10_000_000)
     parser.add_argument("--tests-timeout-s", type=float, default=150.0)
     parser.add_argument("--cartpole-timeout-s", type=float, default=160.0)
+    parser.add_argument(
+        "--learning-envs", help="comma-separated, in this order (default: the table's five)"
+    )
+    parser.add_argument("--learning-run-timeout-s", type=float, default=120.0, help="per run")
+    parser.add_argument(
+        "--learning-min-run-s", type=float, default=30.0, help="start no run with less left"
+    )
     args = parser.parse_args(argv)
     named = os.environ.get("NNX_PPO_GPU_CHECK_STEPS")
     selected = {"environment", *named.split(",")} if named else None
@@ -239,7 +247,15 @@ def main(argv: list[str] | None = None) -> int:
     check.step(
         "learning",
         check.remaining(),
-        lambda limit: gpu_steps.learning(check.remaining, args.learning_steps, 6, 120, record),
+        lambda limit: gpu_steps.learning(
+            check.remaining,
+            args.learning_steps,
+            6,
+            args.learning_run_timeout_s,
+            record,
+            envs=args.learning_envs.split(",") if args.learning_envs else None,
+            min_run_s=args.learning_min_run_s,
+        ),
     )
     check.out["finished"] = time.strftime("%Y-%m-%dT%H:%M:%SZ", time.gmtime())
     check.write()

@@ -12,7 +12,7 @@ log="${2:-${out%.json}.log}"
 python="${NNX_PPO_PYTHON:-python3}"
 site="${NNX_PPO_GPU_SITE:-}"  # an empty or new directory; default: a fresh temporary one
 if [ -z "$site" ]; then site="$(mktemp -d "${TMPDIR:-/tmp}/nnx-ppo-gpu-site.XXXXXX")"; fi
-t0=$(date +%s)  # 9 minutes in all, the install included
+t0=$(date +%s)  # 9 minutes in all (NNX_PPO_GPU_CHECK_SECONDS), the install included
 mkdir -p "$(dirname "$out")" "$(dirname "$log")"
 : > "$log"
 export NNX_PPO_GPU_BUNDLE="none: no .whl/, using what is installed"
@@ -38,5 +38,5 @@ if compgen -G ".whl/*.whl" > /dev/null; then
 fi
 export PYTHONPATH="$PWD:$site${PYTHONPATH:+:$PYTHONPATH}"
 echo "[gpu-check] bundle: $NNX_PPO_GPU_BUNDLE" >> "$log"
-budget=$(( 525 - ($(date +%s) - t0) ))
+budget=$(( ${NNX_PPO_GPU_CHECK_SECONDS:-525} - ($(date +%s) - t0) ))
 timeout -k 5 $(( budget + 10 )) "$python" -m bench.gpu_check "$out" --budget-s "$budget" "${@:3}" 2>> "$log"

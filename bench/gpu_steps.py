@@ -11,7 +11,7 @@ import subprocess
 import sys
 import tempfile
 import time
-from collections.abc import Callable, Mapping
+from collections.abc import Callable, Mapping, Sequence
 from pathlib import Path
 from typing import Any
 
@@ -131,9 +131,12 @@ def learning(
     num_evals: int,
     run_timeout_s: float,
     record: Callable[[dict[str, Any]], None],
+    envs: Sequence[str] | None = None,
+    min_run_s: float = 30.0,
 ) -> dict[str, Any]:
-    """Ours and Brax at Playground's own (GPU) settings, one seed each, env by env, while
-    ``remaining()`` leaves time for a run; ``record`` is called after every run."""
+    """Ours and Brax at Playground's own (GPU) settings, one seed each, env by env (``envs``,
+    default the learning table's five), while ``remaining()`` leaves ``min_run_s`` for a
+    run; ``record`` is called after every run."""
     from bench.brax_runner import run_brax_ppo_subprocess
     from bench.learning_envs import playground_settings
     from bench.nnx_runner import run_nnx_ppo_subprocess
@@ -141,11 +144,11 @@ def learning(
 
     runners = {"nnx_ppo": run_nnx_ppo_subprocess, "brax": run_brax_ppo_subprocess}
     out: dict[str, Any] = {"steps": steps, "runs": []}
-    for env in LEARNING_TABLE_ENVS:
+    for env in LEARNING_TABLE_ENVS if envs is None else envs:
         settings = playground_settings(env, steps, num_evals, variant="gpu")
         for library, runner in runners.items():
             limit = min(run_timeout_s, remaining())
-            if limit < 30:
+            if limit < min_run_s:
                 out["stopped"] = f"out of time before {env} {library}"
                 return out
             entry: dict[str, Any] = {"env": env, "library": library}
