@@ -16,8 +16,10 @@ total steps and evaluations set here), each run in a fresh process (``bench.nnx_
   pair. Reported: each pair's steady env steps/s and their ratio composed/fixed (target:
   median >= 0.98), and whether the two trained identically: the same ``losses/*`` for the
   first iterations and the same final eval reward.
-* one run of ``network: "graph6"`` (``nnx_runner.SIX_POPULATIONS``: six populations with
-  delayed reciprocal edges): its steady env steps/s and compile time.
+* ``network: "graph6"`` (``nnx_runner.SIX_POPULATIONS``: six populations with delayed
+  reciprocal edges): a short run that compiles and a timed one, in fresh processes (steady
+  env steps/s, compile time), and ``--graph-rounds`` alternating calls against ``fixed`` in
+  one process (ms per iteration).
 
 A warm-up run of each network first fills the persistent compilation cache, so the timed
 runs' compile times are the cache's. Writes ``bench/results/network-parts-<time>.json``.
@@ -115,12 +117,58 @@ def _summary(result: dict[str, Any]) -> dict[str, Any]:
     return {key: result[key] for key in SUMMARY_KEYS}
 
 
+def separate_processes(pairs: int, steps: int, timeout_s: float) -> dict[str, Any]:
+    """``pairs`` interleaved pairs of whole runs, fixed and composed, each in a fresh process
+    (after one warm-up run of each): steps/s, their ratio, and whether they trained alike."""
+    warm_up = {}
+    for network in ("fixed", "composed"):
+        warm_up[network] = _summary(_run(network, 256 * 20 * 8, timeout_s))
+        print(f"warm-up {network}: {warm_up[network]}", flush=True)
+    rows = []
+    for i in range(pairs):
+        order = ("fixed", "composed") if i % 2 == 0 else ("composed", "fixed")
+        results = {network: _run(network, steps, timeout_s) for network in order}
+        fixed, composed = results["fixed"], results["composed"]
+        row = {
+            "first": order[0],
+            "fixed": _summary(fixed),
+            "composed": _summary(composed),
+            "ratio": composed["env_steps_per_second"] / fixed["env_steps_per_second"],
+            "same_losses": fixed["loss_trace"] == composed["loss_trace"],
+            "same_final_eval": fixed["final_eval_reward"] == composed["final_eval_reward"],
+            "loss_iterations_compared": len(fixed["loss_trace"]),
+        }
+        rows.append(row)
+        print(
+            f"pair {i + 1}: fixed {row['fixed']['env_steps_per_second']:.0f} steps/s, composed "
+            f"{row['composed']['env_steps_per_second']:.0f} steps/s, ratio {row['ratio']:.3f}; "
+            f"same losses {row['same_losses']}, same final eval {row['same_final_eval']}",
+            flush=True,
+        )
+    ratio = statistics.median(row["ratio"] for row in rows)
+    print(f"separate processes: median ratio composed/fixed {ratio:.3f}", flush=True)
+    return {"warm_up": warm_up, "pairs": rows, "median_ratio": ratio}
+
+
+def graph_runs(steps: int, timeout_s: float) -> dict[str, Any]:
+    """The 6-population graph: a short run that compiles (cold where the cache lacks its
+    program), then one of ``steps``."""
+    warm_up = _summary(_run("graph6", 256 * 20 * 8, timeout_s))
+    print(f"warm-up graph6: {warm_up}", flush=True)
+    timed = _summary(_run("graph6", steps, timeout_s))
+    print(f"graph6: {timed}", flush=True)
+    return {"warm_up": warm_up, "timed": timed}
+
+
 def main(argv: list[str] | None = None) -> int:
     parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     parser.add_argument("--rounds", type=int, default=20)
-    parser.add_argument("--pairs", type=int, default=3)
+    parser.add_argument("--pairs", type=int, default=3, help="0: no separate processes")
     parser.add_argument("--steps", type=int, default=2_048_000)
-    parser.add_argument("--graph-steps", type=int, default=1_024_000)
+    parser.add_argument("--graph-steps", type=int, default=1_024_000, help="0: no graph runs")
+    parser.add_argument(
+        "--graph-rounds", type=int, default=16, help="rounds of fixed vs graph6 in one process"
+    )
     parser.add_argument("--timeout-s", type=float, default=1800.0)
     args = parser.parse_args(argv)
     enable_compilation_cache()
@@ -133,53 +181,23 @@ def main(argv: list[str] | None = None) -> int:
         f"of times fixed/composed {ratio:.3f}: {verdict} the target {TARGET}",
         flush=True,
     )
-    cold = {}
-    for network in ("fixed", "composed"):
-        cold[network] = _summary(_run(network, 256 * 20 * 8, args.timeout_s))
-        print(f"warm-up {network}: {cold[network]}", flush=True)
-    pairs = []
-    for i in range(args.pairs):
-        order = ("fixed", "composed") if i % 2 == 0 else ("composed", "fixed")
-        results = {network: _run(network, args.steps, args.timeout_s) for network in order}
-        fixed, composed = results["fixed"], results["composed"]
-        pairs.append(
-            {
-                "first": order[0],
-                "fixed": _summary(fixed),
-                "composed": _summary(composed),
-                "ratio": composed["env_steps_per_second"] / fixed["env_steps_per_second"],
-                "same_losses": fixed["loss_trace"] == composed["loss_trace"],
-                "same_final_eval": fixed["final_eval_reward"] == composed["final_eval_reward"],
-                "loss_iterations_compared": len(fixed["loss_trace"]),
-            }
-        )
-        p = pairs[-1]
-        print(
-            f"pair {i + 1}: fixed {p['fixed']['env_steps_per_second']:.0f} steps/s, composed "
-            f"{p['composed']['env_steps_per_second']:.0f} steps/s, ratio {p['ratio']:.3f}; "
-            f"same losses {p['same_losses']}, same final eval {p['same_final_eval']}",
-            flush=True,
-        )
-    pairs_ratio = statistics.median(p["ratio"] for p in pairs)
-    print(f"separate processes: median ratio composed/fixed {pairs_ratio:.3f}", flush=True)
-
-    graph_cold = _summary(_run("graph6", 256 * 20 * 8, args.timeout_s))
-    print(f"warm-up graph6: {graph_cold}", flush=True)
-    graph = _summary(_run("graph6", args.graph_steps, args.timeout_s))
-    print(f"graph6: {graph}", flush=True)
+    separate = separate_processes(args.pairs, args.steps, args.timeout_s) if args.pairs else None
+    graph = graph_runs(args.graph_steps, args.timeout_s) if args.graph_steps else None
+    graph_in_process = None
+    if args.graph_rounds:
+        graph_in_process = interleaved_iterations(("fixed", "graph6"), args.graph_rounds)
+        print(f"graph6 in one process: {graph_in_process['ms_per_iteration']} ms", flush=True)
     path = write_results(
         "network-parts",
         {
             "args": vars(args),
             "settings": {**SPEED, "num_evals": 3},
-            "warm_up": cold,
             "in_process": in_process,
             "median_ratio": ratio,
-            "pairs": pairs,
-            "pairs_median_ratio": pairs_ratio,
             "target": TARGET,
-            "graph6_warm_up": graph_cold,
+            "separate_processes": separate,
             "graph6": graph,
+            "graph6_in_process": graph_in_process,
             "machine": machine_facts(),
             "time": time.time(),
         },
