@@ -32,7 +32,7 @@ from contextlib import contextmanager
 from dataclasses import dataclass, field
 from typing import Any
 
-from sqlalchemy import Connection, Engine, bindparam, select, text
+from sqlalchemy import Connection, Engine, Select, bindparam, select, text
 
 from server import values
 from server.store.metric_ingest import ROLLUP_SIZES
@@ -133,13 +133,19 @@ def last_seq(conn: Connection, run_id: str) -> int:
 def phase_at(conn: Connection, run_id: str, seq: int) -> dict[str, Any] | None:
     """The payload (``{"phase", "since"}``) of the run's newest ``phase`` event at or
     before ``seq``, or None: the phase its process was in when the metrics were read."""
-    row = conn.execute(
+    row = conn.execute(phase_query(run_id, seq)).first()
+    return None if row is None else dict(row[0])
+
+
+def phase_query(run_id: str, seq: int) -> Select[tuple[dict[str, Any]]]:
+    """``phase_at``'s statement: a seek in the index ``ix_events_run_type_seq`` (a run that
+    never reported a phase would otherwise have its whole stream scanned)."""
+    return (
         select(EventRow.payload)
         .where(EventRow.run_id == run_id, EventRow.type == "phase", EventRow.seq <= seq)
         .order_by(EventRow.seq.desc())
         .limit(1)
-    ).first()
-    return None if row is None else dict(row[0])
+    )
 
 
 def metric_counts(conn: Connection, run_id: str) -> dict[str, int]:

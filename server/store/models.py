@@ -245,3 +245,4 @@ class SweepJournalRow(Base):
 Index("ix_runs_status_queued", RunRow.status, RunRow.queued_at)
 Index("ix_recordings_status_created", RecordingRow.status, RecordingRow.created_at)
 Index("ix_runs_sweep_trial", RunRow.sweep_id, RunRow.trial, unique=True)
+Index("ix_events_run_type_seq", EventRow.run_id, EventRow.type, EventRow.seq)

@@ -18,6 +18,8 @@ from server.store.db import make_engine, make_sessionmaker, migrate
 from server.store.metrics_query import (
     last_seq,
     metric_counts,
+    phase_at,
+    phase_query,
     read_many,
     read_series,
     snapshot,
@@ -356,3 +358,24 @@ def test_migration_0007_fills_in_the_wall_time_of_stored_rollups(tmp_path: Path)
     engine.dispose()
     assert len(stored) == 100 // 8 + 1 + 2 + 1 + 1  # the 8-, 64-, 512- and 4096-point chunks
     assert all(wall == _wall(step) for step, wall in stored)
+
+
+def test_the_phase_lookup_seeks_an_index_instead_of_scanning_the_stream(tmp_path: Path) -> None:
+    # Every metrics read returns the run's phase; a run with a long stream and no phase
+    # event had its whole stream scanned (300 ms for 1M events): SQLite's plan must use the
+    # index, and the answer must be the newest phase event at or before the seq.
+    url = f"sqlite:///{tmp_path / 'db.sqlite'}"
+    migrate(url)
+    engine = make_engine(url, durable=False)
+    store = RunStore(make_sessionmaker(engine), tmp_path / "runs")
+    run = store.create({}, kind="ppo", name="p", tags=[], notes="", total_steps=1)
+    store.record_phase(run.id, "training", 1.0)
+    store.record_metrics_batch(run.id, [(step, _wall(step), {"k": 1.0}) for step in range(3)])
+    with snapshot(engine) as conn:
+        statement = phase_query(run.id, last_seq(conn, run.id))
+        compiled = statement.compile(engine, compile_kwargs={"literal_binds": True})
+        plan = " ".join(str(row) for row in conn.execute(text(f"EXPLAIN QUERY PLAN {compiled}")))
+        assert "ix_events_run_type_seq" in plan, plan
+        assert phase_at(conn, run.id, last_seq(conn, run.id)) == {"phase": "training", "since": 1.0}
+        assert phase_at(conn, run.id, 0) is None
+    engine.dispose()
