@@ -13,28 +13,17 @@ from __future__ import annotations
 from collections.abc import Sequence
 from typing import Any
 
-import jax
-import jax.numpy as jnp
 from flax import nnx
 
 from nnx_ppo.networks.adapter import PPOAdapter
 from nnx_ppo.networks.base import StatefulModule
 from nnx_ppo.networks.containers import Sequential
 from nnx_ppo.networks.feedforward import Activation, Dense
+from nnx_ppo.networks.layers import scaled_lecun_uniform
 from nnx_ppo.networks.normalizer import Normalizer, flat_size
 from nnx_ppo.networks.precision import DEFAULT_PRECISION, check_precision, linear_kwargs
 from nnx_ppo.networks.sampling_layers import NormalTanhSampler
 from nnx_ppo.networks.utils import Flattener
-
-
-def scaled_lecun_uniform(scale: float) -> Any:
-    """Lecun-uniform weights times ``scale`` (``layers.Dense``'s initializer)."""
-    base = nnx.initializers.lecun_uniform()
-
-    def init(key: jax.Array, shape: Sequence[int], dtype: Any = jnp.float32) -> jax.Array:
-        return base(key, shape, dtype) * scale
-
-    return init
 
 
 def make_mlp_layers(

@@ -29,6 +29,16 @@ def activation_fn(name: str) -> Callable[[jax.Array], jax.Array]:
     return ACTIVATIONS[name]
 
 
+def scaled_lecun_uniform(scale: float) -> Any:
+    """Lecun-uniform initial weights times ``scale``."""
+    base = nnx.initializers.lecun_uniform()
+
+    def init(key: jax.Array, shape: Sequence[int], dtype: Any = jnp.float32) -> jax.Array:
+        return base(key, shape, dtype) * scale
+
+    return init
+
+
 class Dense(StatefulModule):
     """A stateless affine layer ``x @ W + b`` with Lecun-uniform weights.
 
@@ -51,13 +61,12 @@ class Dense(StatefulModule):
         kernel_scale: float = 1.0,
         precision: str = DEFAULT_PRECISION,
     ):
-        base = nnx.initializers.lecun_uniform()
-
-        def init(key: jax.Array, shape: Sequence[int], dtype: Any = jnp.float32) -> jax.Array:
-            return base(key, shape, dtype) * kernel_scale
-
         self.linear = nnx.Linear(
-            in_size, out_size, kernel_init=init, rngs=rngs, **linear_kwargs(precision)
+            in_size,
+            out_size,
+            kernel_init=scaled_lecun_uniform(kernel_scale),
+            rngs=rngs,
+            **linear_kwargs(precision),
         )
 
     def __call__(self, state: Any, obs: jax.Array, rollout_extras: Any = None) -> StatefulOutput:
