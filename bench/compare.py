@@ -4,6 +4,7 @@
 
     python -m bench.compare                      # SPEED preset, 2 rounds (~10-15 min here)
     python -m bench.compare --rounds 1 --total-steps 245760 --num-evals 3   # a quick check
+    python -m bench.compare --learning-table ReacherEasy --total-steps 768000 --num-evals 2
 
 Each run is a fresh Python process, alternating libraries (brax, nnx_ppo, brax, nnx_ppo,
 ...), so that slow drifts in machine load hit both alike. Each process gets a new, empty
@@ -26,7 +27,7 @@ from typing import Any
 from bench.brax_runner import run_brax_ppo_subprocess
 from bench.nnx_runner import nnx_settings, run_nnx_ppo_subprocess
 from bench.runs import add_run_options, fresh_cache_env, run_overrides, write_results
-from bench.settings import PRESETS
+from bench.settings import LEARNING_TABLE_ENVS, PRESETS, learning_table_settings
 
 RUNNERS: Mapping[str, Callable[..., dict[str, Any]]] = {
     "brax": run_brax_ppo_subprocess,
@@ -162,6 +163,12 @@ def _columns(rows: Sequence[Sequence[str]]) -> list[str]:
 def _parse(argv: Sequence[str] | None) -> argparse.Namespace:
     parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     parser.add_argument("--preset", choices=sorted(PRESETS), default="speed")
+    parser.add_argument(
+        "--learning-table",
+        choices=LEARNING_TABLE_ENVS,
+        metavar="ENV",
+        help="the learning table's settings for ENV (seed 0) instead of --preset",
+    )
     parser.add_argument("--rounds", type=int, default=2, help="brax + nnx_ppo pairs to run")
     add_run_options(parser, "the preset's")
     args = parser.parse_args(argv)
@@ -173,11 +180,14 @@ def _parse(argv: Sequence[str] | None) -> argparse.Namespace:
 def main(argv: Sequence[str] | None = None) -> None:
     """Runs the rounds, prints the table and the results file's path."""
     args = _parse(argv)
-    settings = {**PRESETS[args.preset], **run_overrides(args)}
+    base = PRESETS[args.preset]
+    if args.learning_table:
+        base = learning_table_settings(args.learning_table, 0)
+    settings = {**base, **run_overrides(args)}
     nnx_settings(settings)  # fail on settings either side rejects, before any run
     payload: dict[str, Any] = {
         "kind": "compare",
-        "preset": args.preset,
+        "preset": f"learning_table:{args.learning_table}" if args.learning_table else args.preset,
         "cache": args.cache,
         "settings": json.loads(json.dumps(settings)),
         "rounds": [],

@@ -14,8 +14,9 @@ scans ``generate_unroll``), compile excluded, the median of ``--repeats`` calls:
 * ``brax``: Brax 0.14.2's rollout (Playground's ``wrap_for_brax_training``: finished envs go
   back to a cached first state; its tanh-normal policy with observation normalisation).
 * ``nnx_ppo``: our ``unroll_env`` from ``new_training_state`` as ``train_ppo`` builds it
-  (episodes staggered: time limits at random offsets, so some env ends on most steps, and
-  each such step computes a full batched ``reset`` and the value of the truncated obs).
+  (episodes staggered: time limits at random offsets, so some env ends on most steps; each
+  such step resets the few that ended, ``reset_done``, and computes the value of the
+  truncated obs; before 2026-12-07 it reset all the envs and kept the few).
 * ``nnx_ppo_unstaggered``: the same with ``stagger_episodes=False`` (all envs end together,
   as Brax's do), which isolates what the staggered resets cost.
 

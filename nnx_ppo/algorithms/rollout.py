@@ -64,13 +64,39 @@ def reset_envs(env: RLEnv, keys: jax.Array, previous: Any = None) -> Any:
 
 
 def reset_done(env: RLEnv, env_state: Any, done: jax.Array, key: jax.Array) -> Any:
-    """Resets the envs where ``done``; computes resets only when some env is done."""
+    """Resets the envs where ``done``, env ``i`` from ``jax.random.split(key, B)[i]``.
 
-    def reset_some(state: Any) -> Any:
-        keys = jax.random.split(key, done.shape[0])
+    Computes only what the step needs: no reset when no env is done; when a few are (at
+    most ``few_envs(B)``, as with staggered time limits, where some env ends on most
+    steps), resets of those few, gathered and scattered back; a reset of all ``B`` only
+    when more end together. Each env's new state is the same in the three cases.
+    """
+    n_envs = done.shape[0]
+    capacity = few_envs(n_envs)
+
+    def reset_all(state: Any) -> Any:
+        keys = jax.random.split(key, n_envs)
         return tree_where(done, reset_envs(env, keys, state), state)
 
-    return jax.lax.cond(jnp.any(done), reset_some, lambda state: state, env_state)
+    def reset_few(state: Any) -> Any:
+        # Indices of the done envs, padded with ``n_envs`` (out of range: dropped below).
+        (rows,) = jnp.nonzero(done, size=capacity, fill_value=n_envs)
+        keys = jnp.take(jax.random.split(key, n_envs), rows, axis=0, mode="clip")
+        previous = jax.tree.map(lambda x: jnp.take(x, rows, axis=0, mode="clip"), state)
+        fresh = reset_envs(env, keys, previous)
+        return jax.tree.map(lambda x, y: jnp.asarray(x).at[rows].set(y, mode="drop"), state, fresh)
+
+    if capacity >= n_envs:
+        return jax.lax.cond(jnp.any(done), reset_all, lambda state: state, env_state)
+    n_done = jnp.sum(done, dtype=jnp.int32)
+    branch = jnp.where(n_done == 0, 0, jnp.where(n_done <= capacity, 1, 2))
+    return jax.lax.switch(branch, (lambda state: state, reset_few, reset_all), env_state)
+
+
+def few_envs(n_envs: int) -> int:
+    """How many done envs ``reset_done`` resets by themselves (more: all ``n_envs``); with
+    staggered 1000-step episodes, 2048 envs end ~2 a step, beyond 32 about never."""
+    return max(8, n_envs // 64)
 
 
 def single_transition(
