@@ -4,7 +4,7 @@
 
     python -m bench.compare                      # SPEED preset, 2 rounds (~10-15 min here)
     python -m bench.compare --rounds 1 --total-steps 245760 --num-evals 3   # a quick check
-    python -m bench.compare --learning-table ReacherEasy --total-steps 768000 --num-evals 2
+    python -m bench.compare --learning-table ReacherEasy --total-steps 768000 --num-evals 3
 
 Each run is a fresh Python process, alternating libraries (brax, nnx_ppo, brax, nnx_ppo,
 ...), so that slow drifts in machine load hit both alike. Each process gets a new, empty

@@ -14,7 +14,11 @@ there are kept: a long comparison can be resumed), then a PNG of the curves and 
 final rewards::
 
     python -m bench.precision learning --seeds 0 1 2
+    python -m bench.precision learning --learning-table CartpoleSwingup --seeds 0 1 2
     python -m bench.precision plot
+
+``--learning-table ENV`` runs the cells at the learning table's settings for ENV
+(``bench.settings.learning_table_settings``) instead of a preset.
 """
 
 from __future__ import annotations
@@ -29,7 +33,7 @@ from typing import Any
 
 from bench.nnx_runner import run_nnx_ppo_subprocess
 from bench.runs import RESULTS_DIR, write_results
-from bench.settings import PRESETS, SPEED
+from bench.settings import LEARNING_TABLE_ENVS, PRESETS, SPEED, learning_table_settings
 
 PRECISIONS = ("float32", "bfloat16")
 LEARNING_DIR = RESULTS_DIR / "precision"
@@ -56,11 +60,17 @@ def cell_path(env: str, precision: str, seed: int) -> Path:
     return LEARNING_DIR / f"{env}-{precision}-seed{seed}.json"
 
 
-def learning(preset: str, seeds: Sequence[int], overrides: Mapping[str, Any]) -> None:
-    """Runs the missing (precision, seed) cells, one fresh process each."""
+def learning(
+    preset: str, seeds: Sequence[int], overrides: Mapping[str, Any], table_env: str | None = None
+) -> None:
+    """Runs the missing (precision, seed) cells, one fresh process each: at ``preset``, or
+    at the learning table's settings for ``table_env`` where given."""
     LEARNING_DIR.mkdir(parents=True, exist_ok=True)
-    settings = {**PRESETS[preset], **overrides}
+    if table_env:
+        preset = "learning_table"
     for seed in seeds:
+        base = learning_table_settings(table_env, seed) if table_env else PRESETS[preset]
+        settings = {**base, **overrides}
         for precision in PRECISIONS:
             path = cell_path(settings["env"], precision, seed)
             if path.exists():
@@ -111,6 +121,9 @@ def main(argv: Sequence[str] | None = None) -> None:
     s.add_argument("--json", default="{}", help="settings overriding SPEED's")
     learn = sub.add_parser("learning", help="f32 vs bf16 learning cells, one JSON each")
     learn.add_argument("--preset", choices=sorted(PRESETS), default="nnx_cartpole")
+    learn.add_argument(
+        "--learning-table", choices=LEARNING_TABLE_ENVS, metavar="ENV", help="instead of --preset"
+    )
     learn.add_argument("--seeds", type=int, nargs="+", default=[0, 1, 2])
     learn.add_argument("--json", default="{}", help="settings overriding the preset's")
     sub.add_parser("plot", help="the PNG and median final rewards of the cells so far")
@@ -121,7 +134,7 @@ def main(argv: Sequence[str] | None = None) -> None:
         path = write_results("precision-speed", result)
         print(json.dumps({k: result[k] for k in ("median", "bf16_over_f32")}), path)
     elif args.command == "learning":
-        learning(args.preset, args.seeds, json.loads(args.json))
+        learning(args.preset, args.seeds, json.loads(args.json), args.learning_table)
         print(json.dumps(plot()))
     else:
         print(json.dumps(plot()))
