@@ -66,37 +66,50 @@ def reset_envs(env: RLEnv, keys: jax.Array, previous: Any = None) -> Any:
 def reset_done(env: RLEnv, env_state: Any, done: jax.Array, key: jax.Array) -> Any:
     """Resets the envs where ``done``, env ``i`` from ``jax.random.split(key, B)[i]``.
 
-    Computes only what the step needs: no reset when no env is done; when a few are (at
-    most ``few_envs(B)``, as with staggered time limits, where some env ends on most
-    steps), resets of those few, gathered and scattered back; a reset of all ``B`` only
-    when more end together. Each env's new state is the same in the three cases.
+    Computes only what the step needs: nothing when no env is done, else resets of the done
+    envs, ``reset_chunk(B)`` at a time (gathered, reset, scattered back), in as many rounds
+    as it takes. With staggered time limits some env ends on most steps, and one round
+    resets them all; resetting every env and keeping the few instead made the rollout twice
+    as long (``bench.rollout_split``). Each env's new state is what a reset of all ``B``
+    gives it, and the step compiles one reset, of ``reset_chunk(B)`` envs.
     """
     n_envs = done.shape[0]
-    capacity = few_envs(n_envs)
+    chunk = reset_chunk(n_envs)
+    if chunk >= n_envs:
+        return _reset_where(env, env_state, done, key)
 
-    def reset_all(state: Any) -> Any:
-        keys = jax.random.split(key, n_envs)
-        return tree_where(done, reset_envs(env, keys, state), state)
+    def some_left(carry: tuple[Any, jax.Array]) -> jax.Array:
+        return jnp.any(carry[1])
 
-    def reset_few(state: Any) -> Any:
-        # Indices of the done envs, padded with ``n_envs`` (out of range: dropped below).
-        (rows,) = jnp.nonzero(done, size=capacity, fill_value=n_envs)
+    def reset_some(carry: tuple[Any, jax.Array]) -> tuple[Any, jax.Array]:
+        state, left = carry
+        # The first ``chunk`` envs left, padded with ``n_envs`` (out of range: dropped).
+        (rows,) = jnp.nonzero(left, size=chunk, fill_value=n_envs)
         keys = jnp.take(jax.random.split(key, n_envs), rows, axis=0, mode="clip")
         previous = jax.tree.map(lambda x: jnp.take(x, rows, axis=0, mode="clip"), state)
         fresh = reset_envs(env, keys, previous)
-        return jax.tree.map(lambda x, y: jnp.asarray(x).at[rows].set(y, mode="drop"), state, fresh)
+        state = jax.tree.map(lambda x, y: jnp.asarray(x).at[rows].set(y, mode="drop"), state, fresh)
+        return state, left.at[rows].set(False, mode="drop")
 
-    if capacity >= n_envs:
-        return jax.lax.cond(jnp.any(done), reset_all, lambda state: state, env_state)
-    n_done = jnp.sum(done, dtype=jnp.int32)
-    branch = jnp.where(n_done == 0, 0, jnp.where(n_done <= capacity, 1, 2))
-    return jax.lax.switch(branch, (lambda state: state, reset_few, reset_all), env_state)
+    state, _ = jax.lax.while_loop(some_left, reset_some, (env_state, done))
+    return state
 
 
-def few_envs(n_envs: int) -> int:
-    """How many done envs ``reset_done`` resets by themselves (more: all ``n_envs``); with
-    staggered 1000-step episodes, 2048 envs end ~2 a step, beyond 32 about never."""
-    return max(8, n_envs // 64)
+def _reset_where(env: RLEnv, env_state: Any, done: jax.Array, key: jax.Array) -> Any:
+    """Resets every env when one is done and keeps the done ones (for small batches)."""
+
+    def reset_all(state: Any) -> Any:
+        keys = jax.random.split(key, done.shape[0])
+        return tree_where(done, reset_envs(env, keys, state), state)
+
+    return jax.lax.cond(jnp.any(done), reset_all, lambda state: state, env_state)
+
+
+def reset_chunk(n_envs: int) -> int:
+    """How many done envs ``reset_done`` resets in one round: with staggered 1000-step
+    episodes, 2048 envs end ~2 a step, beyond 128 never in practice; all 2048 at once (as
+    unstaggered episodes end) take 16 rounds."""
+    return max(8, n_envs // 16)
 
 
 def single_transition(

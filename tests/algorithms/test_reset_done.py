@@ -3,9 +3,9 @@ would have given it.
 
 With staggered time limits some env ends on most steps; resetting every env then and
 keeping the few (the reference below) was most of the rollout's time at 2048 envs
-(``bench/RESULTS.md``). ``reset_done`` gathers the few, resets them and scatters them back;
-these tests hold it to the reference, bit for bit, in each of its cases: none done, a few,
-more than it resets by themselves, all.
+(``bench/RESULTS.md``). ``reset_done`` gathers the done envs, resets them and scatters them
+back, a bounded number a round; these tests hold it to the reference, bit for bit, in each
+of its cases: none done, one round's worth or less, more, all.
 """
 
 from __future__ import annotations
@@ -37,7 +37,7 @@ def stepped_states(env: Any, n_envs: int) -> Any:
 
 
 def done_masks(n_envs: int) -> dict[str, np.ndarray]:
-    """Masks for each of ``reset_done``'s cases at ``n_envs`` (whose threshold is 8 here)."""
+    """Masks for each of ``reset_done``'s cases at ``n_envs`` (8 envs a round here)."""
     masks = {"none": np.zeros(n_envs, bool), "all": np.ones(n_envs, bool)}
     for count in (1, 3, 8, 9):
         mask = np.zeros(n_envs, bool)
