@@ -37,9 +37,9 @@ def stepped_states(env: Any, n_envs: int) -> Any:
 
 
 def done_masks(n_envs: int) -> dict[str, np.ndarray]:
-    """Masks for each of ``reset_done``'s cases at ``n_envs`` (8 envs a round here)."""
+    """Masks for each of ``reset_done``'s cases at ``n_envs`` (16 envs a round here)."""
     masks = {"none": np.zeros(n_envs, bool), "all": np.ones(n_envs, bool)}
-    for count in (1, 3, 8, 9):
+    for count in (1, 3, 16, 17):
         mask = np.zeros(n_envs, bool)
         mask[np.random.default_rng(count).choice(n_envs, count, replace=False)] = True
         masks[f"{count} done"] = mask
@@ -78,14 +78,14 @@ def test_a_builtin_env_resets_as_if_all_were_reset():
 
 
 def test_a_randomized_env_keeps_each_envs_variant():
-    env = randomize(slide(), randomize_friction, 16, seed=0)
-    assert_matches_the_reference(env, 16)
-    state = stepped_states(env, 16)
-    done = jnp.asarray(done_masks(16)["3 done"])
+    env = randomize(slide(), randomize_friction, 32, seed=0)
+    assert_matches_the_reference(env, 32)
+    state = stepped_states(env, 32)
+    done = jnp.asarray(done_masks(32)["3 done"])
     again = jax.jit(lambda s, d: reset_done(env, s, d, jax.random.key(1)))(state, done)
     np.testing.assert_array_equal(again.info[VARIANT_KEY][FRICTION], env.variants[FRICTION])
 
 
 @pytest.mark.slow  # compiles MJX resets for CartpoleBalance
 def test_a_playground_env_resets_as_if_all_were_reset():
-    assert_matches_the_reference(envs.load("CartpoleBalance"), 16)
+    assert_matches_the_reference(envs.load("CartpoleBalance"), 32)
