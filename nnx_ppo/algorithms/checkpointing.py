@@ -53,11 +53,12 @@ from nnx_ppo.algorithms.checkpoint_metadata import register_state_class as regis
 from nnx_ppo.algorithms.config import TrainConfig
 from nnx_ppo.algorithms.types import TrainingState
 from nnx_ppo.envs import randomization
-from nnx_ppo.networks import factories
+from nnx_ppo.networks import factories, legacy
 from nnx_ppo.utils import same_shapes
 
 _NETWORKS, _OPTIMIZER, _METADATA = "networks", "optimizer", "metadata.pkl"
 _STATE_FIELDS = ("network_states", "env_states", "rng_key", "steps_taken")
+Renames = tuple[tuple[tuple[Any, ...], tuple[Any, ...]], ...]
 
 
 class CheckpointCallback(Protocol):
@@ -197,19 +198,26 @@ def load_checkpoint(path: str, networks: Any, optimizer: nnx.Optimizer) -> dict[
     meta = read_metadata(os.path.join(path, _METADATA))
     net_keys, net_arrays = nnx.state(networks, _is_key_variable, ...)
     opt_keys, opt_arrays = nnx.state(optimizer, _is_key_variable, ...)
+    renames = _renames(os.path.join(path, _NETWORKS), networks)
     # Check everything first, so that a mismatch leaves the templates untouched.
-    _check_layout(os.path.join(path, _NETWORKS), nnx.to_pure_dict(net_arrays), "network")
-    _check_layout(os.path.join(path, _OPTIMIZER), nnx.to_pure_dict(opt_arrays), "optimizer")
+    _check_layout(os.path.join(path, _NETWORKS), net_arrays, "network", renames)
+    _check_layout(os.path.join(path, _OPTIMIZER), opt_arrays, "optimizer", renames)
     try:
-        net_key_values = _decode_key_variables(meta["network_rng_keys"], net_keys, "network")
-        opt_key_values = _decode_key_variables(meta["optimizer_rng_keys"], opt_keys, "optimizer")
+        net_key_values = _decode_key_variables(
+            meta["network_rng_keys"], net_keys, "network", renames
+        )
+        opt_key_values = _decode_key_variables(
+            meta["optimizer_rng_keys"], opt_keys, "optimizer", renames
+        )
         states = {k: decode(meta[k], k) for k in _STATE_FIELDS}
     except (IndexError, KeyError, TypeError) as e:
         raise ValueError(f"malformed checkpoint metadata in {path}: {e!r}") from e
+    if renames is not None:
+        states["network_states"] = _legacy_network_states(networks, states["network_states"])
     _check_network_states(networks, states["network_states"], states["env_states"])
 
-    _restore_arrays(os.path.join(path, _NETWORKS), networks, net_arrays)
-    _restore_arrays(os.path.join(path, _OPTIMIZER), optimizer, opt_arrays)
+    _restore_arrays(os.path.join(path, _NETWORKS), networks, net_arrays, renames)
+    _restore_arrays(os.path.join(path, _OPTIMIZER), optimizer, opt_arrays, renames)
     _update_keys(networks, net_keys, net_key_values)
     _update_keys(optimizer, opt_keys, opt_key_values)
     training_state = TrainingState(networks=networks, optimizer=optimizer, **states)
@@ -237,7 +245,8 @@ def checkpoint_misfits(
     problems: dict[str, str] = {}
     _, net_arrays = nnx.state(networks, _is_key_variable, ...)
     try:
-        _check_layout(os.path.join(path, _NETWORKS), nnx.to_pure_dict(net_arrays), "network")
+        renames = _renames(os.path.join(path, _NETWORKS), networks)
+        _check_layout(os.path.join(path, _NETWORKS), net_arrays, "network", renames)
     except CheckpointDamaged:
         raise
     except ValueError as error:
@@ -281,12 +290,13 @@ def load_networks(path: str, networks: Any) -> int:
             raise FileNotFoundError(f"{path} is not a checkpoint: {entry} is missing")
     meta = read_metadata(os.path.join(path, _METADATA))
     net_keys, net_arrays = nnx.state(networks, _is_key_variable, ...)
-    _check_layout(os.path.join(path, _NETWORKS), nnx.to_pure_dict(net_arrays), "network")
+    renames = _renames(os.path.join(path, _NETWORKS), networks)
+    _check_layout(os.path.join(path, _NETWORKS), net_arrays, "network", renames)
     try:
-        key_values = _decode_key_variables(meta["network_rng_keys"], net_keys, "network")
+        key_values = _decode_key_variables(meta["network_rng_keys"], net_keys, "network", renames)
     except (IndexError, KeyError, TypeError) as e:
         raise ValueError(f"malformed checkpoint metadata in {path}: {e!r}") from e
-    _restore_arrays(os.path.join(path, _NETWORKS), networks, net_arrays)
+    _restore_arrays(os.path.join(path, _NETWORKS), networks, net_arrays, renames)
     _update_keys(networks, net_keys, key_values)
     return int(meta["step"])
 
@@ -330,11 +340,15 @@ def _encode_key_variables(state: nnx.State) -> tuple[tuple[Any, ...], ...]:
     return tuple(entries)
 
 
-def _decode_key_variables(entries: Any, template: nnx.State, what: str) -> dict[tuple, Any]:
+def _decode_key_variables(
+    entries: Any, template: nnx.State, what: str, renames: Renames | None = None
+) -> dict[tuple, Any]:
     expected = {tuple(p): v.get_value() for p, v in nnx.to_flat_state(template)}
     stored = {}
     for entry in expect(entries, tuple, f"{what} key variables"):
         path, impl, data = expect(entry, tuple, f"{what} key variable")
+        if renames is not None:
+            path = legacy.rename_path(tuple(path), renames, to_old=False)
         stored[tuple(path)] = decode(("key", impl, data), _path_str(path))
 
     def describe(keys: dict[tuple, Any]) -> dict[str, str]:
@@ -371,16 +385,45 @@ def _layout(tree: Any) -> dict[str, str]:
     return {_path_str(p): f"shape {tuple(x.shape)} {np.dtype(x.dtype)}" for p, x in flat}
 
 
-def _check_layout(path: str, template: dict[str, Any], what: str) -> None:
+def _stored_layout(path: str) -> dict[str, str]:
+    """``_layout`` of the arrays stored in the Orbax checkpoint at ``path``."""
     checkpointer = ocp.Checkpointer(ocp.StandardCheckpointHandler())
     try:
         item = checkpointer.metadata(path).item_metadata
     finally:
         checkpointer.close()
-    stored = _layout(getattr(item, "tree", item))
-    if not stored and _layout(template):
+    return _layout(getattr(item, "tree", item))
+
+
+def _renames(path: str, networks: Any) -> Renames | None:
+    """The renames from the old ``PPONetwork`` layout to ``networks`` when the network
+    checkpoint at ``path`` was written in that layout (its variables live under ``actor``,
+    ``critic`` and ``sampler``) and ``networks`` is the composed MLP actor-critic that
+    ``make_mlp_actor_critic`` builds now; None otherwise (paths are then compared as
+    they are)."""
+    roots = {name.split("/")[0] for name in _stored_layout(path)}
+    if not roots >= legacy.LEGACY_ROOTS or hasattr(networks, "actor"):
+        return None
+    return legacy.legacy_renames(networks)
+
+
+def _legacy_network_states(networks: Any, stored: Any) -> Any:
+    """An old ``PPONetwork``'s carry (``{"actor": (), "critic": ()}`` for its MLPs) as the
+    composed network's: both hold no arrays, so the composed network's empty carry."""
+    init = getattr(networks, "initialize_state", None)
+    if jax.tree.leaves(stored) or init is None or jax.tree.leaves(init(1)):
+        return stored  # not an MLP's carry: _check_network_states names the mismatch
+    return init(1)
+
+
+def _check_layout(path: str, template: nnx.State, what: str, renames: Renames | None) -> None:
+    """Compares the stored arrays with ``template``'s (its paths in the old layout when
+    ``renames`` is given); a ValueError names each difference."""
+    stored = _stored_layout(path)
+    tree = legacy.rename_tree(nnx.to_pure_dict(template), renames, to_old=True)
+    if not stored and _layout(tree):
         raise CheckpointDamaged(f"checkpoint {path} holds no readable arrays (damaged?)")
-    _compare(stored, _layout(template), what, f"checkpoint {path}")
+    _compare(stored, _layout(tree), what, f"checkpoint {path}")
 
 
 class CheckpointDamaged(ValueError):
@@ -405,14 +448,17 @@ def _compare(stored: dict[str, str], expected: dict[str, str], what: str, where:
         )
 
 
-def _restore_arrays(path: str, module: Any, template: nnx.State) -> None:
-    abstract = jax.tree.map(ocp.utils.to_shape_dtype_struct, nnx.to_pure_dict(template))
+def _restore_arrays(
+    path: str, module: Any, template: nnx.State, renames: Renames | None = None
+) -> None:
+    tree = legacy.rename_tree(nnx.to_pure_dict(template), renames, to_old=True)
+    abstract = jax.tree.map(ocp.utils.to_shape_dtype_struct, tree)
     checkpointer = ocp.Checkpointer(ocp.StandardCheckpointHandler())
     try:
         restored = checkpointer.restore(path, abstract)
     finally:
         checkpointer.close()
-    nnx.replace_by_pure_dict(template, restored)
+    nnx.replace_by_pure_dict(template, legacy.rename_tree(restored, renames, to_old=False))
     nnx.update(module, template)
 
 

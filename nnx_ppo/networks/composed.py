@@ -10,6 +10,7 @@ same order; ``bench/network_parts.py`` checks it and compares their speed).
 
 from __future__ import annotations
 
+import math
 from collections.abc import Sequence
 from typing import Any
 
@@ -17,13 +18,13 @@ from flax import nnx
 
 from nnx_ppo.networks.adapter import PPOAdapter
 from nnx_ppo.networks.base import StatefulModule
-from nnx_ppo.networks.containers import Sequential
+from nnx_ppo.networks.containers import Sequential, Splitter
 from nnx_ppo.networks.feedforward import Activation, Dense
 from nnx_ppo.networks.layers import scaled_lecun_uniform
-from nnx_ppo.networks.normalizer import Normalizer, flat_size
+from nnx_ppo.networks.normalizer import Normalizer, flat_size, obs_shapes
 from nnx_ppo.networks.precision import DEFAULT_PRECISION, check_precision, linear_kwargs
 from nnx_ppo.networks.sampling_layers import NormalTanhSampler
-from nnx_ppo.networks.utils import Flattener
+from nnx_ppo.networks.utils import Filter, Flattener
 
 
 def make_mlp_layers(
@@ -97,22 +98,39 @@ def compose_mlp_actor_critic(
     min_std: float = 1e-3,
     std_scale: float = 1.0,
     *,
+    reward_streams: Sequence[str] | None = None,
+    obs_keys: tuple[str, str] | None = None,
     precision: str = DEFAULT_PRECISION,
 ) -> Sequential:
     """``make_mlp_actor_critic``'s network as a composition of the toolkit's parts.
 
     ``[Normalizer ->] Flattener -> PPOAdapter(action=Sequential([MLP, NormalTanhSampler]),
-    value=MLP)``; the policy's last layer starts at 0.01 of its Lecun scale, as there. The
-    defaults are ``make_mlp_actor_critic``'s.
+    value=MLP)``; the policy's last layer starts at 0.01 of its Lecun scale. The defaults
+    are ``make_mlp_actor_critic``'s, which checks the arguments and calls this.
+
+    With ``reward_streams`` the value MLP has one output per stream and ends with a
+    ``Splitter`` into ``{stream: [B, 1]}`` (``value_estimates`` ``{stream: [B]}``). With
+    ``obs_keys = (policy key, value key)`` (a dict observation) the whole observation is
+    normalized (each feature by its own statistics) and each port starts with a ``Filter``
+    of its key and a ``Flattener``: ``[Normalizer ->] PPOAdapter(action=Sequential([Filter,
+    Flattener, MLP, NormalTanhSampler]), value=Sequential([Filter, Flattener, MLP]))``.
 
     Raises:
         ValueError: For a missing ``rngs`` or sizes that are not positive.
     """
     if rngs is None:
         raise ValueError("compose_mlp_actor_critic needs rngs (an nnx.Rngs)")
-    n_in = flat_size(obs_size)
+    shapes = obs_shapes(obs_size)
+    if obs_keys is None:
+        n_actor_in = n_critic_in = flat_size(obs_size)
+        actor_in: list[StatefulModule] = []
+        critic_in: list[StatefulModule] = []
+    else:
+        n_actor_in, n_critic_in = (math.prod(shapes[key]) for key in obs_keys)
+        actor_in = [Filter({obs_keys[0]: obs_keys[0]}), Flattener()]
+        critic_in = [Filter({obs_keys[1]: obs_keys[1]}), Flattener()]
     actor = make_mlp_layers(
-        (n_in, *actor_hidden_sizes, 2 * action_size),
+        (n_actor_in, *actor_hidden_sizes, 2 * action_size),
         rngs,
         activation,
         activation_last_layer=False,
@@ -120,14 +138,21 @@ def compose_mlp_actor_critic(
         last_layer_scale=0.01,
         precision=precision,
     )
-    critic = make_mlp(
-        (n_in, *critic_hidden_sizes, 1),
+    critic = make_mlp_layers(
+        (n_critic_in, *critic_hidden_sizes, len(reward_streams or (0,))),
         rngs,
         activation,
         activation_last_layer=False,
         initializer_scale=initializer_scale,
         precision=precision,
     )
+    heads = [] if reward_streams is None else [Splitter(**dict.fromkeys(reward_streams, 1))]
     sampler = NormalTanhSampler(rngs, entropy_weight, min_std=min_std, std_scale=std_scale)
-    features = [Normalizer(obs_size), Flattener()] if normalize_obs else [Flattener()]
-    return Sequential([*features, PPOAdapter(action=Sequential([*actor, sampler]), value=critic)])
+    features: list[StatefulModule] = [Normalizer(obs_size)] if normalize_obs else []
+    if obs_keys is None:
+        features.append(Flattener())
+    adapter = PPOAdapter(
+        action=Sequential([*actor_in, *actor, sampler]),
+        value=Sequential([*critic_in, *critic, *heads]),
+    )
+    return Sequential([*features, adapter])

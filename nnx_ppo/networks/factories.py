@@ -20,7 +20,12 @@ from nnx_ppo import plugins
 from nnx_ppo.networks import graph_spec
 from nnx_ppo.networks.actor_critic import AsymmetricPPONetwork, PPONetwork, key_slice
 from nnx_ppo.networks.base import StatefulModule
-from nnx_ppo.networks.composed import make_mlp, make_mlp_layers  # noqa: F401  (the interface's)
+from nnx_ppo.networks.composed import (  # make_mlp*: the interface's
+    compose_mlp_actor_critic,
+    make_mlp,  # noqa: F401
+    make_mlp_layers,  # noqa: F401
+)
+from nnx_ppo.networks.containers import Sequential as ComposedSequential
 from nnx_ppo.networks.layers import LSTM, MLP, Sequential
 from nnx_ppo.networks.normalizer import Normalizer, flat_size, obs_shapes
 from nnx_ppo.networks.precision import DEFAULT_PRECISION, check_precision
@@ -87,20 +92,23 @@ def make_mlp_actor_critic(
     policy_obs_key: str | None = None,
     value_obs_key: str | None = None,
     precision: str = DEFAULT_PRECISION,
-) -> PPONetwork:
-    """A feed-forward actor-critic: separate MLPs for the policy and the value.
+) -> ComposedSequential:
+    """A feed-forward actor-critic: separate MLPs for the policy and the value, composed of
+    the toolkit's parts (``composed.compose_mlp_actor_critic``): ``[Normalizer ->]
+    [Flattener ->] PPOAdapter(action=Sequential([Dense..., NormalTanhSampler]),
+    value=Sequential([Dense...]))``.
 
     With dict observations, ``policy_obs_key`` / ``value_obs_key`` make it asymmetric
-    (``AsymmetricPPONetwork``): the policy reads only that key (e.g. ``"state"``), the
-    value only its own (e.g. ``"privileged_state"``). Like Brax's ``policy_obs_key`` /
-    ``value_obs_key``, they are ignored for array observations, so one preset fits an env
-    whatever its observation is; unset, both read every key.
+    (each port starts with a ``Filter`` of its key): the policy reads only that key (e.g.
+    ``"state"``), the value only its own (e.g. ``"privileged_state"``). Like Brax's
+    ``policy_obs_key`` / ``value_obs_key``, they are ignored for array observations, so one
+    preset fits an env whatever its observation is; unset, both read every key.
 
     The first eleven arguments may be given by position, in the order of
     ``networks-api.md`` (``obs_size, action_size, actor_hidden_sizes, critic_hidden_sizes,
     rngs, activation, normalize_obs, initializer_scale, entropy_weight, min_std,
-    std_scale``); the defaults are this project's. ``composed.compose_mlp_actor_critic``
-    builds the same network from the toolkit's parts.
+    std_scale``); the defaults are this project's. Checkpoints written when it built a
+    ``PPONetwork`` load into it (``nnx_ppo.networks.legacy``).
 
     Args:
         obs_size: The env's ``observation_size`` (int, shape, or dict of shapes).
@@ -131,39 +139,25 @@ def make_mlp_actor_critic(
     std_scale = _check_positive("std_scale", std_scale)
     precision = check_precision(precision)
     keys = _obs_keys(obs_size, policy_obs_key, value_obs_key)
-    shapes = obs_shapes(obs_size)
-    n_actor_in = n_critic_in = flat_size(obs_size)
     if keys is not None:
-        n_actor_in = _width(key_slice(shapes, keys[0], "policy_obs_key"))
-        n_critic_in = _width(key_slice(shapes, keys[1], "value_obs_key"))
-    actor = MLP(
-        (n_actor_in, *actor_hidden, 2 * action_size),
-        rngs=rngs,
-        activation=activation,
-        initializer_scale=initializer_scale,
-        last_layer_scale=0.01,
-        precision=precision,
-    )
+        for key, field in zip(keys, ("policy_obs_key", "value_obs_key"), strict=True):
+            key_slice(obs_shapes(obs_size), key, field)  # a ValueError naming a missing key
     streams = _check_streams(reward_streams)
-    critic = MLP(
-        (n_critic_in, *critic_hidden, len(streams or (0,))),
-        rngs=rngs,
-        activation=activation,
-        initializer_scale=initializer_scale,
-        precision=precision,
-    )
-    network = _assemble(
+    network = compose_mlp_actor_critic(
         obs_size,
         action_size,
-        actor,
-        critic,
+        actor_hidden,
+        critic_hidden,
         rngs,
+        activation,
         normalize_obs,
+        initializer_scale,
         entropy_weight,
         min_std,
-        streams,
+        std_scale,
+        reward_streams=streams,
         obs_keys=keys,
-        std_scale=std_scale,
+        precision=precision,
     )
     fields = {
         "actor_hidden_sizes": actor_hidden,
@@ -214,10 +208,6 @@ def _obs_keys(
             f"policy_obs_key={policy_obs_key!r}, value_obs_key={value_obs_key!r}"
         )
     return policy_obs_key, value_obs_key
-
-
-def _width(bounds: tuple[int, int]) -> int:
-    return bounds[1] - bounds[0]
 
 
 def make_lstm_actor_critic(
@@ -443,7 +433,7 @@ def recipe_of(network: Any) -> dict[str, Any] | None:
     return json.loads(recipe) if isinstance(recipe, str) else None
 
 
-def rebuild(recipe: Mapping[str, Any]) -> PPONetwork:
+def rebuild(recipe: Mapping[str, Any]) -> StatefulModule:
     """A new network made from ``recipe`` (``recipe_of``'s dict), with fresh parameters.
 
     Raises:

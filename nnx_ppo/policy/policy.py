@@ -26,7 +26,9 @@ from flax import nnx
 
 from nnx_ppo.algorithms.checkpointing import load_networks, read_network_recipe
 from nnx_ppo.networks import factories
+from nnx_ppo.networks.adapter import PPOAdapter, pack_actions
 from nnx_ppo.networks.base import StatefulModule
+from nnx_ppo.networks.containers import Sequential
 from nnx_ppo.networks.normalizer import obs_shapes
 
 _STEP_DIR = re.compile(r"step_(\d{10})")
@@ -69,26 +71,30 @@ class Policy:
         """The eval-mode copy that acts (read it, do not change it)."""
         self.step = step
         self.action_size: int | dict[str, int]
+        self._obs_key: dict[str, Any] = {}  # policy_action's keywords: see _acting_of
         if acting is None:
             self.obs_shapes = copy.policy_obs_shapes()
             self.action_size = int(copy.sampler.action_size)
         else:
-            self.obs_shapes, self.action_size = acting
+            self.obs_shapes, self.action_size, self._obs_key = acting
         self._composed = acting is not None
         self._graphdef, self._params = nnx.split(copy)
-        self._act = jax.jit(functools.partial(_act, self._graphdef))
+        self._act = jax.jit(functools.partial(_act, self._graphdef, **self._obs_key))
 
     def initial_state(self, batch_size: int) -> Any:
         """The policy state at the start of an episode for ``batch_size`` envs: a pytree of
         ``[batch_size, ...]`` arrays (the empty tuple for a feed-forward policy)."""
         if self._composed:
-            return self.network.initialize_state(batch_size)
+            state = self.network.initialize_state(batch_size)
+            return state if jax.tree.leaves(state) else ()
         return self.network.initialize_policy_state(batch_size)
 
     def observation(self, obs: Any) -> Any:
         """The part of ``obs`` (an env's observation) the policy reads, as ``act`` and the
         exported programs take it: for an asymmetric network, the ``policy_obs_key`` entry
         of a dict (an array is taken to be that entry already); all of it otherwise."""
+        if self._obs_key and isinstance(obs, Mapping):
+            obs = obs[self._obs_key["obs_key"]]
         if self._composed:
             return jax.tree.map(jnp.asarray, obs)
         return jax.tree.map(jnp.asarray, self.network.policy_observation(obs))
@@ -108,23 +114,77 @@ class Policy:
     def step_fn(self) -> Callable[[Any, Any], tuple[Any, jax.Array]]:
         """``act`` as a pure function ``(state, policy_obs) -> (state, action)`` with the
         parameters as constants: what the exports trace."""
-        return functools.partial(policy_action, self.network)
+        return functools.partial(policy_action, self.network, **self._obs_key)
 
 
-def policy_action(network: Any, state: Any, policy_obs: Any) -> tuple[Any, jax.Array]:
+def policy_action(
+    network: Any,
+    state: Any,
+    policy_obs: Any,
+    *,
+    obs_key: str | None = None,
+    env_obs_shapes: Mapping[str, tuple[int, ...]] | None = None,
+) -> tuple[Any, jax.Array]:
     """``(next state, action)`` of ``network`` in eval mode: its ``policy_action`` where it
-    has one (``PPONetwork``: the actor alone), else the whole composed network's step (its
-    samplers are deterministic in eval mode)."""
+    has one (``PPONetwork``: the actor alone); for a composed ``Sequential([..., PPOAdapter])``
+    its layers up to the adapter and the adapter's action port (the value port never runs;
+    its carry stays); else the whole network's step. Samplers are deterministic in eval
+    mode.
+
+    With ``obs_key`` (an asymmetric network, whose action port reads that key alone),
+    ``policy_obs`` is that key's array and the other keys of ``env_obs_shapes`` are given as
+    zeros: the observation normalizer treats each feature on its own and the action port
+    drops them, so they change nothing.
+    """
     if callable(getattr(network, "policy_action", None)):
         return network.policy_action(state, policy_obs)
-    out = network(state, policy_obs)
-    return out.next_state, out.output.actions
+    if obs_key is not None and env_obs_shapes is not None:
+        policy_obs = {
+            key: policy_obs if key == obs_key else _zeros_like_batch(policy_obs, shape)
+            for key, shape in env_obs_shapes.items()
+        }
+    carry_less = not jax.tree.leaves(state) and not jax.tree.leaves(network.initialize_state(1))
+    if carry_less:  # a feed-forward policy's state is (), whatever its carry's structure
+        state = network.initialize_state(1)
+    adapter = network.layers[-1] if isinstance(network, Sequential) else None
+    if isinstance(adapter, PPOAdapter):
+        next_state, actions = _action_port_step(network, adapter, state, policy_obs)
+    else:
+        out = network(state, policy_obs)
+        next_state, actions = out.next_state, out.output.actions
+    return (() if carry_less else next_state), actions
 
 
-def _acting_of(network: Any) -> tuple[Any, int | dict[str, int]] | None:
+def _action_port_step(
+    network: Sequential, adapter: PPOAdapter, state: list[Any], obs: Any
+) -> tuple[Any, Any]:
+    """``(next state, actions)`` of ``network = Sequential([*layers, adapter])`` without
+    the adapter's value port."""
+    x, next_state = obs, []
+    for layer, carry in zip(list(network.layers)[:-1], state[:-1], strict=True):
+        out = layer(carry, x)
+        next_state.append(out.next_state)
+        x = out.output
+    action_out = adapter.action(state[-1]["action"], x)
+    fields, _ = pack_actions(action_out.output)
+    next_state.append({"action": action_out.next_state, "value": state[-1]["value"]})
+    return next_state, fields["actions"]
+
+
+def _zeros_like_batch(x: jax.Array, shape: tuple[int, ...]) -> jax.Array:
+    """Zeros ``[B, *shape]`` for ``x``'s batch ``B``, built by broadcasting (no shape from
+    ``B``, so that a symbolic batch axis, as in the ONNX export, stays symbolic)."""
+    per_env = jnp.zeros_like(x[(slice(None),) + (0,) * (x.ndim - 1)])
+    return jnp.expand_dims(per_env, tuple(range(1, 1 + len(shape)))) + jnp.zeros(shape, x.dtype)
+
+
+def _acting_of(network: Any) -> tuple[Any, int | dict[str, int], dict[str, Any]] | None:
     """None for a network with the ``policy_*`` methods; for a composed one (a
-    ``StatefulModule`` made by a factory here, e.g. a population graph) the observation
-    shapes and the action size its recipe records.
+    ``StatefulModule`` made by a factory here: an MLP actor-critic, a population graph) the
+    observation shapes and the action size its recipe records, and ``policy_action``'s
+    keywords: ``obs_key`` and ``env_obs_shapes`` for an asymmetric network (its recipe's
+    ``policy_obs_key`` with a dict observation; the policy then reads that key alone), else
+    none.
 
     Raises:
         TypeError: For a network that is neither.
@@ -139,7 +199,12 @@ def _acting_of(network: Any) -> tuple[Any, int | dict[str, int]] | None:
             f"(as PPONetwork has) or a composed network made by nnx_ppo.networks.factories "
             f"(it records its sizes); {type(network).__name__} lacks {missing}"
         )
-    return obs_shapes(recipe["obs_size"]), action_size_of(recipe["action_size"])
+    shapes = obs_shapes(recipe["obs_size"])
+    key = recipe["fields"].get("policy_obs_key")
+    if isinstance(shapes, dict) and isinstance(key, str) and key in shapes:
+        keywords = {"obs_key": key, "env_obs_shapes": shapes}
+        return shapes[key], action_size_of(recipe["action_size"]), keywords
+    return shapes, action_size_of(recipe["action_size"]), {}
 
 
 def action_size_of(size: Any) -> int | dict[str, int]:
@@ -149,8 +214,10 @@ def action_size_of(size: Any) -> int | dict[str, int]:
     return int(size)
 
 
-def _act(graphdef: Any, params: Any, state: Any, policy_obs: Any) -> tuple[Any, jax.Array]:
-    return policy_action(nnx.merge(graphdef, params), state, policy_obs)
+def _act(
+    graphdef: Any, params: Any, state: Any, policy_obs: Any, **obs_key: Any
+) -> tuple[Any, jax.Array]:
+    return policy_action(nnx.merge(graphdef, params), state, policy_obs, **obs_key)
 
 
 def _check_shapes(policy_obs: Any, shapes: Any) -> None:

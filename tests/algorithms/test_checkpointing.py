@@ -165,10 +165,11 @@ def test_checkpoint_layout_follows_the_contract(tmp_path):
     with ocp.Checkpointer(ocp.StandardCheckpointHandler()) as checkpointer:
         stored = checkpointer.restore(os.path.join(path, "networks"))
         stored_opt = checkpointer.restore(os.path.join(path, "optimizer"))
-    np.testing.assert_array_equal(
-        stored["normalizer"]["mean"], np.asarray(ts.networks.normalizer.mean[...])
-    )
-    assert set(stored["sampler"]["rngs"]["default"]) == {"count"}
+    # The composed MLP: Sequential([Normalizer, Flattener, PPOAdapter(action, value)]).
+    normalizer, sampler = ts.networks.layers[0], ts.networks.layers[2].action.layers[-1]
+    np.testing.assert_array_equal(stored["layers"]["0"]["mean"], np.asarray(normalizer.mean[...]))
+    stored_sampler = stored["layers"]["2"]["action"]["layers"]["2"]
+    assert set(stored_sampler["rngs"]["default"]) == {"count"}
     assert int(stored_opt["step"]) == 0
     assert {"mu", "nu", "count"} <= set(stored_opt["opt_state"]["0"])
 
@@ -183,11 +184,9 @@ def test_checkpoint_layout_follows_the_contract(tmp_path):
     assert recipe["fields"]["actor_hidden_sizes"] == [8] and json.loads(json.dumps(recipe))
     assert checkpointing.read_network_recipe(path) == recipe
     ((key_path, impl, data),) = meta["network_rng_keys"]
-    assert key_path == ("sampler", "rngs", "default", "key")
+    assert key_path == ("layers", 2, "action", "layers", 2, "rngs", "default", "key")
     assert impl == "threefry2x32" and data.dtype == np.uint32
-    np.testing.assert_array_equal(
-        data, jax.random.key_data(ts.networks.sampler.rngs.default.key[...])
-    )
+    np.testing.assert_array_equal(data, jax.random.key_data(sampler.rngs.default.key[...]))
 
 
 def test_config_with_flags_round_trips_and_no_config_gives_none(tmp_path):
@@ -260,7 +259,7 @@ def test_loading_into_another_architecture_names_the_variable_and_shapes(tmp_pat
     template = fresh_state("mlp", seed=1, hidden=16)
     before = as_numpy((nnx.state(template.networks), nnx.state(template.optimizer)))
     # The first actor layer maps the 6 normalized observations to the hidden units.
-    with pytest.raises(ValueError, match=r"actor/.*kernel has shape \(6, 8\) float32 in the ch"):
+    with pytest.raises(ValueError, match=r"action/.*kernel has shape \(6, 8\) float32 in the ch"):
         load_checkpoint(path, template.networks, template.optimizer)
     with pytest.raises(ValueError, match=r"but shape \(6, 16\) float32 in the network"):
         load_checkpoint(path, template.networks, template.optimizer)

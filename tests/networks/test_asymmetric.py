@@ -7,7 +7,8 @@ import numpy as np
 import pytest
 from flax import nnx
 
-from nnx_ppo.networks.actor_critic import AsymmetricPPONetwork, PPONetwork, key_slice
+from nnx_ppo.networks.actor_critic import key_slice
+from nnx_ppo.networks.containers import Sequential
 from nnx_ppo.networks.factories import make_mlp_actor_critic
 
 SIZES = {"state": (3,), "privileged_state": (5,)}
@@ -19,7 +20,7 @@ def obs(seed: int, batch: int = 4) -> dict[str, jnp.ndarray]:
     return {k: jnp.asarray(rng.standard_normal((batch, *v)), jnp.float32) for k, v in SIZES.items()}
 
 
-def make(**kw) -> PPONetwork:
+def make(**kw) -> Sequential:
     fields = {"policy_obs_key": "state", "value_obs_key": "privileged_state", **TINY, **kw}
     return make_mlp_actor_critic(SIZES, 2, rngs=nnx.Rngs(0), **fields)
 
@@ -35,10 +36,13 @@ def test_key_slices_follow_sorted_key_order():
 @pytest.mark.parametrize("normalize_obs", [True, False])
 def test_policy_never_sees_the_privileged_state(normalize_obs):
     net = make(normalize_obs=normalize_obs)
-    assert isinstance(net, AsymmetricPPONetwork)
-    # Input widths: the actor reads 3 features, the critic 5.
-    assert net.actor.layers[0].linear.kernel.shape[0] == 3
-    assert net.critic.layers[0].linear.kernel.shape[0] == 5
+    adapter = net.layers[-1]
+    # Each port starts with a Filter of its key and a Flattener: the actor reads 3
+    # features, the critic 5.
+    assert adapter.action.layers[0].extractions == {"state": "state"}
+    assert adapter.value.layers[0].extractions == {"privileged_state": "privileged_state"}
+    assert adapter.action.layers[2].linear.kernel.shape[0] == 3
+    assert adapter.value.layers[2].linear.kernel.shape[0] == 5
     if normalize_obs:  # statistics that are not the identity, so normalization matters
         net.update_statistics(obs(1, batch=64))
     net.eval()
@@ -65,8 +69,8 @@ def test_obs_keys_are_ignored_for_array_observations_as_in_brax():
     net = make_mlp_actor_critic(
         6, 2, rngs=nnx.Rngs(0), policy_obs_key="state", value_obs_key="state", **TINY
     )
-    assert type(net) is PPONetwork
-    assert net.actor.layers[0].linear.kernel.shape[0] == 6
+    action_port = net.layers[-1].action
+    assert action_port.layers[0].linear.kernel.shape[0] == 6  # no Filter: the whole array
 
 
 def test_bad_obs_keys_name_the_field():

@@ -91,7 +91,7 @@ def test_the_factory_takes_the_positional_order_of_the_interface() -> None:
     assert factories.recipe_of(by_name)["fields"]["std_scale"] == 2.0
     for a, b in zip(params(by_position), params(by_name), strict=True):
         np.testing.assert_array_equal(a, b)
-    _, scale = by_name.sampler.distribution(jnp.zeros((1, 2 * ACTIONS)))
+    _, scale = by_name.layers[-1].action.layers[-1].distribution(jnp.zeros((1, 2 * ACTIONS)))
     np.testing.assert_allclose(scale, 2.0 * jnp.log(2.0) + 0.1, rtol=1e-6)
 
 

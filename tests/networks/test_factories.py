@@ -171,13 +171,30 @@ def test_a_network_rebuilds_from_its_recipe(kind, obs_size, extra):
     rebuilt = factories.rebuild(recipe)
     assert type(rebuilt) is type(network)
     assert _layout(rebuilt) == _layout(network)
-    assert rebuilt.obs_shapes == network.obs_shapes
-    assert rebuilt.value_streams == network.value_streams
-    assert rebuilt.sampler.min_std == network.sampler.min_std
-    assert (rebuilt.normalizer is None) == (network.normalizer is None)
     assert factories.recipe_of(rebuilt) == recipe
-    if kind == "mlp":
-        assert rebuilt.actor.activation == network.actor.activation
+    if kind == "mlp":  # the composed MLP actor-critic
+        assert _structure(rebuilt) == _structure(network)
+        sampler = rebuilt.layers[-1].action.layers[-1]
+        assert sampler.min_std == network.layers[-1].action.layers[-1].min_std
+        activations = [
+            [getattr(layer, "activation", None) for layer in net.layers[-1].action.layers]
+            for net in (rebuilt, network)
+        ]
+        assert activations[0] == activations[1] and activations[0][-2] is None
+    else:
+        assert rebuilt.obs_shapes == network.obs_shapes
+        assert rebuilt.value_streams == network.value_streams
+        assert rebuilt.sampler.min_std == network.sampler.min_std
+        assert (rebuilt.normalizer is None) == (network.normalizer is None)
+
+
+def _structure(network):
+    """The module types along every path of ``network``."""
+    return [
+        (path, type(module).__name__)
+        for path, module in nnx.iter_graph(network)
+        if isinstance(module, nnx.Module)
+    ]
 
 
 def test_malformed_recipes_are_refused():
