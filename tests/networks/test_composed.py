@@ -1,5 +1,6 @@
-"""The MLP actor-critic written with the toolkit's parts (``composed``) against the factory's
-``PPONetwork``: equal parameters, outputs and training for the same seed; ``make_mlp``,
+"""The MLP actor-critic the factory builds from the toolkit's parts (``composed``) against the
+``PPONetwork`` it built before (``legacy.ppo_network_mlp_actor_critic``): equal parameters,
+outputs and training for the same seed, for every option; ``make_mlp``,
 ``make_mlp_layers``; the factory's positional order of ``networks-api.md``; acting without a
 carry-less value port."""
 
@@ -14,7 +15,7 @@ from flax import nnx
 from nnx_ppo import envs
 from nnx_ppo.algorithms import config as C
 from nnx_ppo.algorithms.ppo import train_ppo
-from nnx_ppo.networks import composed, factories
+from nnx_ppo.networks import factories, legacy
 from nnx_ppo.networks.adapter import PPOAdapter
 from nnx_ppo.networks.containers import Sequential
 from nnx_ppo.networks.feedforward import Dense
@@ -35,17 +36,52 @@ def params(network: nnx.Module) -> list[np.ndarray]:
     return sorted(leaves, key=lambda a: (a.shape, a.ravel().tolist()))
 
 
-@pytest.mark.parametrize("scales", [{}, {"initializer_scale": 0.5, "std_scale": 2.0}])
-def test_the_composition_equals_the_factory_network_for_the_same_seed(scales) -> None:
-    fixed = factories.make_mlp_actor_critic(OBS, ACTIONS, rngs=nnx.Rngs(3), **SIZES, **scales)
-    parts = composed.compose_mlp_actor_critic(OBS, ACTIONS, rngs=nnx.Rngs(3), **SIZES, **scales)
+DICT_OBS = {"state": (3,), "privileged_state": (2, 2)}
+KEYS = {"policy_obs_key": "state", "value_obs_key": "privileged_state"}
+
+
+def observation(obs_size, batch: int = BATCH):
+    if not isinstance(obs_size, dict):
+        return obs(batch)
+    keys = jax.random.split(jax.random.key(1), len(obs_size))
+    return {
+        k: jax.random.normal(key, (batch, *s)) * 2 + 1
+        for key, (k, s) in zip(keys, obs_size.items(), strict=True)
+    }
+
+
+@pytest.mark.parametrize(
+    ("obs_size", "options"),
+    [
+        (OBS, {}),
+        (OBS, {"initializer_scale": 0.5, "std_scale": 2.0}),
+        (OBS, {"normalize_obs": False, "activation": "tanh", "min_std": 0.1}),
+        (OBS, {"reward_streams": ("task", "energy")}),
+        (OBS, {"precision": "bfloat16"}),
+        (DICT_OBS, {}),
+        (DICT_OBS, KEYS),
+        (DICT_OBS, {**KEYS, "normalize_obs": False}),
+    ],
+)
+def test_the_factory_network_equals_the_old_ppo_network_for_the_same_seed(
+    obs_size, options
+) -> None:
+    fixed = legacy.ppo_network_mlp_actor_critic(
+        obs_size, ACTIONS, rngs=nnx.Rngs(3), **SIZES, **options
+    )
+    parts = factories.make_mlp_actor_critic(obs_size, ACTIONS, rngs=nnx.Rngs(3), **SIZES, **options)
     assert isinstance(parts, Sequential)
+    assert factories.recipe_of(parts) == factories.recipe_of(fixed)
     for a, b in zip(params(fixed), params(parts), strict=True):
         np.testing.assert_array_equal(a, b)
-    out_f = fixed(fixed.initialize_state(BATCH), obs()).output
-    out_p = parts(parts.initialize_state(BATCH), obs()).output
+    x = observation(obs_size)
+    if options.get("normalize_obs", True):  # statistics that are not the identity
+        fixed.update_statistics(x)
+        parts.update_statistics(x)
+    out_f = fixed(fixed.initialize_state(BATCH), x).output
+    out_p = parts(parts.initialize_state(BATCH), x).output
     for field in ("actions", "raw_actions", "loglikelihoods", "value_estimates"):
-        np.testing.assert_array_equal(getattr(out_f, field), getattr(out_p, field))
+        jax.tree.map(np.testing.assert_array_equal, getattr(out_f, field), getattr(out_p, field))
     np.testing.assert_array_equal(out_f.regularization_loss, out_p.regularization_loss)
 
 
@@ -64,8 +100,8 @@ def test_both_train_identically_on_a_built_in_env() -> None:
         return logged
 
     args = (env.observation_size, env.action_size)
-    fixed = losses(factories.make_mlp_actor_critic(*args, rngs=nnx.Rngs(0), **SIZES))
-    parts = losses(composed.compose_mlp_actor_critic(*args, rngs=nnx.Rngs(0), **SIZES))
+    fixed = losses(legacy.ppo_network_mlp_actor_critic(*args, rngs=nnx.Rngs(0), **SIZES))
+    parts = losses(factories.make_mlp_actor_critic(*args, rngs=nnx.Rngs(0), **SIZES))
     assert len(fixed) == 4 and fixed[0]
     assert parts == fixed
 
