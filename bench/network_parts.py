@@ -1,4 +1,5 @@
-"""Networks built from the toolkit's parts against today's fixed ``PPONetwork`` (issue 23).
+"""Networks built from the toolkit's parts against the fixed ``PPONetwork`` that
+``make_mlp_actor_critic`` built before them (issue 23).
 
     python -m bench.network_parts [--rounds 20] [--pairs 3] [--steps 2048000]
 
@@ -10,8 +11,9 @@ total steps and evaluations set here), each run in a fresh process (``bench.nnx_
   one call each, the order alternating: ms per iteration and the ratio fixed/composed of the
   times (composed's speed relative to fixed's; target: median >= 0.98). The load of the
   machine moves both alike here, which separate processes cannot promise.
-* ``--pairs`` interleaved pairs of ``network: "fixed"`` (``make_mlp_actor_critic``'s
-  ``PPONetwork``) and ``network: "composed"`` (``composed.compose_mlp_actor_critic``: the
+* ``--pairs`` interleaved pairs of ``network: "fixed"`` (the ``PPONetwork`` that
+  ``make_mlp_actor_critic`` built before, ``legacy.ppo_network_mlp_actor_critic``) and
+  ``network: "composed"`` (``make_mlp_actor_critic``'s now, from the toolkit's parts: the
   same sizes, the same parameters for the same seed), the order alternating from pair to
   pair. Reported: each pair's steady env steps/s and their ratio composed/fixed (target:
   median >= 0.98), and whether the two trained identically: the same ``losses/*`` for the

@@ -33,10 +33,11 @@ libraries do the same work per update:
   of ``k * rollout_length`` here), the same Adam steps.
 * ``precision`` (nnx-ppo only; ``float32`` when absent) -> ``make_mlp_actor_critic``'s
   ``precision`` (``bfloat16``: bf16 matrix products, f32 accumulation; ``bench.precision``).
-* ``network`` (nnx-ppo only; ``"fixed"`` when absent): which network trains
-  (``NETWORKS``): ``"fixed"`` is ``make_mlp_actor_critic``'s ``PPONetwork``, ``"composed"``
-  the same actor-critic built from the toolkit's parts (``composed.compose_mlp_actor_critic``,
-  equal parameters for equal seeds), ``"graph6"`` the population graph ``SIX_POPULATIONS``
+* ``network`` (nnx-ppo only; ``"composed"`` when absent): which network trains
+  (``NETWORKS``): ``"composed"`` is ``make_mlp_actor_critic``'s, built from the toolkit's
+  parts (``composed.compose_mlp_actor_critic``); ``"fixed"`` the same actor-critic as the
+  ``PPONetwork`` the factory built before (``legacy.ppo_network_mlp_actor_critic``, equal
+  parameters for equal seeds), ``"graph6"`` the population graph ``SIX_POPULATIONS``
   (the hidden sizes are then ignored; ``bench.network_parts``).
 * ``reward_scaling`` -> ``PPOConfig.reward_scaling`` (both libraries multiply rewards inside
   the loss only). ``num_resets_per_eval`` must be 0 (we never reset
@@ -73,7 +74,7 @@ from bench.runs import (
 from nnx_ppo import envs
 from nnx_ppo.algorithms import config as C
 from nnx_ppo.algorithms import ppo
-from nnx_ppo.networks import composed, factories
+from nnx_ppo.networks import factories, legacy
 from nnx_ppo.networks.normalizer import flat_size
 
 NNX_ONLY_KEYS = ("anneal_learning_rate", "devices", "precision", "network")
@@ -308,8 +309,8 @@ def _mlp(factory: Any) -> Any:
 
 NETWORKS: Mapping[str, Any] = MappingProxyType(
     {
-        "fixed": _mlp(factories.make_mlp_actor_critic),
-        "composed": _mlp(composed.compose_mlp_actor_critic),
+        "fixed": _mlp(legacy.ppo_network_mlp_actor_critic),
+        "composed": _mlp(factories.make_mlp_actor_critic),
         "graph6": _graph6,
     }
 )
@@ -317,7 +318,7 @@ NETWORKS: Mapping[str, Any] = MappingProxyType(
 
 
 def make_networks(
-    cfg: BraxPPOSettings, env: Any, precision: str = "float32", network: str = "fixed"
+    cfg: BraxPPOSettings, env: Any, precision: str = "float32", network: str = "composed"
 ) -> nnx.Module:
     """The actor-critic of ``cfg`` for ``env`` (see the module docstring for the mapping);
     ``precision`` and ``network`` are the nnx-only settings of those names."""
@@ -381,7 +382,7 @@ def run_nnx_ppo(settings: Mapping[str, Any]) -> dict[str, Any]:
     env = envs.load(cfg.env, {"impl": cfg.physics_impl, "episode_length": cfg.episode_length})
     log = _HostLog(t0=time.perf_counter())
     networks = make_networks(
-        cfg, env, settings.get("precision", "float32"), settings.get("network", "fixed")
+        cfg, env, settings.get("precision", "float32"), settings.get("network", "composed")
     )
     result = ppo.train_ppo(env, networks, config, log_fn=log.on_metrics)
     total_seconds = time.perf_counter() - log.t0

@@ -43,10 +43,11 @@ def record_activations_rollout(
         key: Key for the env resets.
 
     Returns:
-        ``(activations, dones)``: ``activations`` maps module paths (``actor/layers/0``,
-        ``critic/modules/0``, ...; see ``nnx_ppo.networks.recording``) to ``[T, B, units]``
-        arrays; ``dones`` is the ``[T, B]`` pre-step mask: ``dones[t, b]`` is True when env
-        ``b``'s episode ended at a step before ``t`` (``dones[0]`` is all False).
+        ``(activations, dones)``: ``activations`` maps module paths
+        (``layers/2/action/layers/0``, ``critic/modules/0``, ...; see
+        ``nnx_ppo.networks.recording``) to ``[T, B, units]`` arrays; ``dones`` is the
+        ``[T, B]`` pre-step mask: ``dones[t, b]`` is True when env ``b``'s episode ended at
+        a step before ``t`` (``dones[0]`` is all False).
 
     Raises:
         ValueError: If ``n_envs`` or ``max_episode_length`` is not a positive int.

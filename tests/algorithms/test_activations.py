@@ -49,11 +49,12 @@ def test_mlp_activation_keys_and_shapes():
     env = load("PointReach")  # obs 6, action 2
     acts, dones = record_activations_rollout(env, mlp_net(6, 2), N_ENVS, N_STEPS, jax.random.key(0))
     shapes = {k: v.shape for k, v in acts.items()}
+    # Sequential([Flattener, PPOAdapter]): each port's Dense layers at their module paths.
     assert shapes == {
-        "actor/layers/0": (N_STEPS, N_ENVS, 8),
-        "actor/layers/1": (N_STEPS, N_ENVS, 4),  # loc and pre-scale of 2 actions
-        "critic/layers/0": (N_STEPS, N_ENVS, 8),
-        "critic/layers/1": (N_STEPS, N_ENVS, 1),
+        "layers/1/action/layers/0": (N_STEPS, N_ENVS, 8),
+        "layers/1/action/layers/1": (N_STEPS, N_ENVS, 4),  # loc and pre-scale of 2 actions
+        "layers/1/value/layers/0": (N_STEPS, N_ENVS, 8),
+        "layers/1/value/layers/1": (N_STEPS, N_ENVS, 1),
     }
     assert dones.shape == (N_STEPS, N_ENVS) and dones.dtype == jnp.bool_
 
@@ -79,13 +80,14 @@ def test_mlp_activations_match_hand_computation_at_first_step():
     key = jax.random.key(1)
     acts, _ = record_activations_rollout(env, net, N_ENVS, N_STEPS, key)
     obs = reset_obs(env, key, N_ENVS)  # no normalizer: the features are the observations
-    for side in ("actor", "critic"):
-        mlp = getattr(net, side)
-        first, last = mlp.layers[0].linear, mlp.layers[1].linear
+    for side in ("action", "value"):
+        port = getattr(net.layers[-1], side)
+        first, last = port.layers[0].linear, port.layers[1].linear
         hidden = nnx.swish(obs @ first.kernel[...] + first.bias[...])
         out = hidden @ last.kernel[...] + last.bias[...]  # the last layer has no activation
-        np.testing.assert_allclose(acts[f"{side}/layers/0"][0], hidden, rtol=1e-5, atol=1e-6)
-        np.testing.assert_allclose(acts[f"{side}/layers/1"][0], out, rtol=1e-5, atol=1e-6)
+        at = f"layers/1/{side}/layers"
+        np.testing.assert_allclose(acts[f"{at}/0"][0], hidden, rtol=1e-5, atol=1e-6)
+        np.testing.assert_allclose(acts[f"{at}/1"][0], out, rtol=1e-5, atol=1e-6)
 
 
 def test_lstm_hidden_state_matches_hand_computation_at_first_step():
@@ -174,9 +176,9 @@ def test_original_network_is_untouched():
 def test_train_mode_is_left_alone_and_recording_twice_records_once():
     net = mlp_net(6, 2)
     recorder = with_recording(net)
-    assert not net.sampler.deterministic
+    assert not net.layers[-1].action.layers[-1].deterministic
     record_activations_rollout(load("PointReach"), net, N_ENVS, 2, jax.random.key(5))
-    assert not net.sampler.deterministic
+    assert not net.layers[-1].action.layers[-1].deterministic
     twice = with_recording(recorder)
     assert nnx.graphdef(twice) == nnx.graphdef(recorder)
 

@@ -143,15 +143,18 @@ def test_teacher_is_never_updated(distilled):
     # Every teacher variable (parameters, normalizer statistics, sampler key and counter) is
     # bit-identical after training, and the caller's teacher was not switched to eval mode.
     assert_trees_equal(as_numpy(nnx.state(distilled.teacher)), distilled.teacher_before)
-    assert distilled.teacher.sampler.deterministic is False
+    assert distilled.teacher.layers[-1].action.layers[-1].deterministic is False
     # Meanwhile the student's policy trained; its value head, which the loss ignores, did not.
-    after = as_numpy(nnx.state(distilled.student, nnx.Param))
-    before = distilled.student_before
-    for a, b in zip(jax.tree.leaves(after["actor"]), jax.tree.leaves(before["actor"]), strict=True):
+    # (The composed MLP: Sequential([Normalizer, Flattener, PPOAdapter(action, value)]).)
+    after = as_numpy(nnx.state(distilled.student, nnx.Param))["layers"][2]
+    before = distilled.student_before["layers"][2]
+    actor_after, actor_before = jax.tree.leaves(after["action"]), jax.tree.leaves(before["action"])
+    assert actor_after
+    for a, b in zip(actor_after, actor_before, strict=True):
         assert not np.array_equal(a, b)
-    assert_trees_equal(after["critic"], before["critic"])
+    assert_trees_equal(after["value"], before["value"])
     # The student's normalizer saw every rollout observation.
-    assert float(distilled.student.normalizer.count[...]) == TOTAL
+    assert float(distilled.student.layers[0].count[...]) == TOTAL
 
 
 def test_teacher_targets_are_its_deterministic_outputs(teacher_run):
@@ -360,7 +363,7 @@ def test_teacher_loaded_from_a_checkpoint_acts_like_the_in_memory_teacher(teache
     # A run directory loads its newest checkpoint; a step directory loads that step.
     for path in (directory, os.path.join(directory, "step_0000002048")):
         loaded = load_teacher(path, SPEC, OBS, ACT)
-        assert loaded.sampler.deterministic is True  # in eval mode
+        assert loaded.layers[-1].action.layers[-1].deterministic is True  # in eval mode
         out = loaded(loaded.initialize_state(32), obs).output
         np.testing.assert_array_equal(out.actions, expected)
     earlier = load_teacher(os.path.join(directory, "step_0000001024"), SPEC, OBS, ACT)

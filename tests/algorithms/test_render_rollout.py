@@ -79,7 +79,7 @@ def test_caller_network_is_left_in_training_mode():
     net = small_net(6, 2)
     graphdef = nnx.graphdef(net)
     eval_rollout_for_render_scan(env, net, 3, jax.random.key(0))
-    assert not net.sampler.deterministic
+    assert not net.layers[-1].action.layers[-1].deterministic  # the sampler
     assert nnx.graphdef(net) == graphdef
 
 

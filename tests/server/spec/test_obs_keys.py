@@ -7,7 +7,6 @@ import pytest
 from pydantic import ValidationError
 
 from nnx_ppo import envs
-from nnx_ppo.networks.actor_critic import AsymmetricPPONetwork
 from nnx_ppo.presets import make_networks
 from server.schemas import NetworkSpec, RunCreate
 from server.spec.spec_check import check_spec
@@ -60,9 +59,15 @@ def test_valid_keys_pass_and_build_the_asymmetric_network_a_run_trains():
     assert (fields["policy_obs_key"], fields["value_obs_key"]) == ("target", "state")
     env = envs.load("PointReachDict")
     network = make_networks(fields, env.observation_size, env.action_size, 0)
-    assert isinstance(network, AsymmetricPPONetwork)
-    # Flattened in sorted key order: state is features 0-3, target 4-5.
-    assert (network.policy_slice, network.value_slice) == ((4, 6), (0, 4))
+    # Each port of the composed network starts with a Filter of its key: the policy reads
+    # target's 2 features, the value state's 4.
+    action, value = network.layers[-1].action, network.layers[-1].value
+    assert (action.layers[0].extractions, value.layers[0].extractions) == (
+        {"target": "target"},
+        {"state": "state"},
+    )
+    assert action.layers[2].linear.kernel.shape[0] == 2
+    assert value.layers[2].linear.kernel.shape[0] == 4
 
 
 @pytest.mark.parametrize("name", ["PointReachEnergy", "MemoryCue"])
