@@ -250,7 +250,7 @@ def test_networks_passed_in_hold_trained_parameters_and_stay_usable(standard):
     assert not all(jax.tree.leaves(jax.tree.map(np.array_equal, trained, initial)))
     # The normalizer merged every rollout observation: 33 iterations * 8 envs * 4 steps.
     stats = nnx.state(networks, NormalizerStatistics)
-    assert float(stats["normalizer"]["count"][...]) == 33 * N_ENVS * ROLLOUT
+    assert float(stats["layers"][0]["count"][...]) == 33 * N_ENVS * ROLLOUT  # the Normalizer
     # The optimizer took n_epochs * n_minibatches = 2 steps per iteration: 66 in all.
     assert int(run.result.training_state.optimizer.step[...]) == 33 * N_EPOCHS * N_MINIBATCHES
     obs = jnp.ones((3, ENV.observation_size), jnp.float32)
