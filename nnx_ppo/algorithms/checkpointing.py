@@ -398,9 +398,9 @@ def _stored_layout(path: str) -> dict[str, str]:
 def _renames(path: str, networks: Any) -> Renames | None:
     """The renames from the old ``PPONetwork`` layout to ``networks`` when the network
     checkpoint at ``path`` was written in that layout (its variables live under ``actor``,
-    ``critic`` and ``sampler``) and ``networks`` is the composed MLP actor-critic that
-    ``make_mlp_actor_critic`` builds now; None otherwise (paths are then compared as
-    they are)."""
+    ``critic`` and ``sampler``) and ``networks`` is the composed MLP or LSTM actor-critic
+    that ``make_mlp_actor_critic`` or ``make_lstm_actor_critic`` builds now; None otherwise
+    (paths are then compared as they are)."""
     roots = {name.split("/")[0] for name in _stored_layout(path)}
     if not roots >= legacy.LEGACY_ROOTS or hasattr(networks, "actor"):
         return None
@@ -408,12 +408,11 @@ def _renames(path: str, networks: Any) -> Renames | None:
 
 
 def _legacy_network_states(networks: Any, stored: Any) -> Any:
-    """An old ``PPONetwork``'s carry (``{"actor": (), "critic": ()}`` for its MLPs) as the
-    composed network's: both hold no arrays, so the composed network's empty carry."""
-    init = getattr(networks, "initialize_state", None)
-    if jax.tree.leaves(stored) or init is None or jax.tree.leaves(init(1)):
-        return stored  # not an MLP's carry: _check_network_states names the mismatch
-    return init(1)
+    """An old ``PPONetwork``'s carry (``{"actor": ..., "critic": ...}``) as the composed
+    network's (``legacy.legacy_carry``: nothing for an MLP, each LSTM's ``(h, c)`` as
+    ``(c, h)``); as stored when it does not fit (``_check_network_states`` names how)."""
+    carry = legacy.legacy_carry(networks, stored)
+    return stored if carry is None else carry
 
 
 def _check_layout(path: str, template: nnx.State, what: str, renames: Renames | None) -> None:

@@ -1,5 +1,6 @@
-"""The actor-critic of ``factories.make_mlp_actor_critic`` written with the composable parts
-of ``networks-api.md``, and the MLP stacks it is made of (``make_mlp``, ``make_mlp_layers``).
+"""The actor-critics of ``factories.make_mlp_actor_critic`` and ``make_lstm_actor_critic``
+written with the composable parts of ``networks-api.md``, and the MLP stacks they are made of
+(``make_mlp``, ``make_mlp_layers``).
 
 ``compose_mlp_actor_critic`` builds ``Sequential([Normalizer, Flattener, PPOAdapter(action=
 Sequential([MLP, NormalTanhSampler]), value=MLP)])``. Built from the same ``nnx.Rngs`` seed
@@ -23,6 +24,7 @@ from nnx_ppo.networks.feedforward import Activation, Dense
 from nnx_ppo.networks.layers import scaled_lecun_uniform
 from nnx_ppo.networks.normalizer import Normalizer, flat_size, obs_shapes
 from nnx_ppo.networks.precision import DEFAULT_PRECISION, check_precision, linear_kwargs
+from nnx_ppo.networks.recurrent import LSTM, forget_bias_init
 from nnx_ppo.networks.sampling_layers import NormalTanhSampler
 from nnx_ppo.networks.utils import Filter, Flattener
 
@@ -156,3 +158,59 @@ def compose_mlp_actor_critic(
         value=Sequential([*critic_in, *critic, *heads]),
     )
     return Sequential([*features, adapter])
+
+
+def compose_lstm_actor_critic(
+    obs_size: Any,
+    action_size: int,
+    *,
+    rngs: nnx.Rngs,
+    lstm_size: int = 64,
+    actor_hidden_sizes: Sequence[int] = (64,),
+    critic_hidden_sizes: Sequence[int] = (64,),
+    normalize_obs: bool = True,
+    activation: str = "swish",
+    entropy_weight: float = 1e-2,
+    min_std: float = 1e-3,
+    reward_streams: Sequence[str] | None = None,
+    precision: str = DEFAULT_PRECISION,
+) -> Sequential:
+    """``make_lstm_actor_critic``'s network as a composition of the toolkit's parts.
+
+    ``[Normalizer ->] Flattener -> PPOAdapter(action=Sequential([LSTM, MLP,
+    NormalTanhSampler]), value=Sequential([LSTM, MLP [-> Splitter]]))``: each port has an
+    LSTM of its own (``concat_inputs``: one Lecun-normal kernel over ``[x, h]``, forget bias
+    1), then Dense layers with the activation between them; the policy's last layer starts at
+    0.01 of its Lecun scale. The parameters are drawn in the order of the ``PPONetwork`` this
+    factory built before (policy LSTM, policy MLP, value LSTM, value MLP, sampler), so the
+    same seed gives the same network. ``make_lstm_actor_critic`` checks the arguments and
+    calls this.
+    """
+    n_in = flat_size(obs_size)
+
+    def port(out_size: int, hidden: Sequence[int], last_layer_scale: float) -> list[Any]:
+        lstm = LSTM(
+            n_in,
+            lstm_size,
+            rngs,
+            bias_init=forget_bias_init(1.0),
+            concat_inputs=True,
+            precision=precision,
+        )
+        dense = make_mlp_layers(
+            (lstm_size, *hidden, out_size),
+            rngs,
+            activation,
+            activation_last_layer=False,
+            last_layer_scale=last_layer_scale,
+            precision=precision,
+        )
+        return [lstm, *dense]
+
+    actor = port(2 * action_size, actor_hidden_sizes, 0.01)
+    critic = port(len(reward_streams or (0,)), critic_hidden_sizes, 1.0)
+    heads = [] if reward_streams is None else [Splitter(**dict.fromkeys(reward_streams, 1))]
+    sampler = NormalTanhSampler(rngs, entropy_weight, min_std=min_std)
+    features: list[StatefulModule] = [Normalizer(obs_size)] if normalize_obs else []
+    adapter = PPOAdapter(action=Sequential([*actor, sampler]), value=Sequential([*critic, *heads]))
+    return Sequential([*features, Flattener(), adapter])

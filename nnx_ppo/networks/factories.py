@@ -21,13 +21,13 @@ from nnx_ppo.networks import graph_spec
 from nnx_ppo.networks.actor_critic import AsymmetricPPONetwork, PPONetwork, key_slice
 from nnx_ppo.networks.base import StatefulModule
 from nnx_ppo.networks.composed import (  # make_mlp*: the interface's
+    compose_lstm_actor_critic,
     compose_mlp_actor_critic,
     make_mlp,  # noqa: F401
     make_mlp_layers,  # noqa: F401
 )
 from nnx_ppo.networks.containers import Sequential as ComposedSequential
-from nnx_ppo.networks.layers import LSTM, MLP, Sequential
-from nnx_ppo.networks.normalizer import Normalizer, flat_size, obs_shapes
+from nnx_ppo.networks.normalizer import Normalizer, obs_shapes
 from nnx_ppo.networks.precision import DEFAULT_PRECISION, check_precision
 from nnx_ppo.networks.samplers import TanhNormalSampler
 
@@ -224,11 +224,15 @@ def make_lstm_actor_critic(
     min_std: float = 1e-3,
     reward_streams: Sequence[str] | None = None,
     precision: str = DEFAULT_PRECISION,
-) -> PPONetwork:
-    """A recurrent actor-critic: policy and value each read an LSTM of their own.
+) -> ComposedSequential:
+    """A recurrent actor-critic: policy and value each read an LSTM of their own, composed
+    of the toolkit's parts (``composed.compose_lstm_actor_critic``): ``[Normalizer ->]
+    Flattener -> PPOAdapter(action=Sequential([LSTM, Dense..., NormalTanhSampler]),
+    value=Sequential([LSTM, Dense...]))``.
 
-    Each side is ``LSTM(lstm_size) -> MLP(hidden sizes)``; the LSTM state is reset where an
-    episode ends, during rollouts and during the loss replay.
+    Each LSTM's carry ``(c, h)`` is reset where an episode ends, during rollouts and during
+    the loss replay. Checkpoints written when it built a ``PPONetwork`` load into it
+    (``nnx_ppo.networks.legacy``).
 
     Args:
         obs_size: The env's ``observation_size`` (int, shape, or dict of shapes).
@@ -253,29 +257,20 @@ def make_lstm_actor_critic(
         raise ValueError(f"lstm_size must be a positive integer, got {lstm_size!r}")
     actor_hidden = _check_sizes("actor_hidden_sizes", actor_hidden_sizes)
     critic_hidden = _check_sizes("critic_hidden_sizes", critic_hidden_sizes)
-    n_in = flat_size(obs_size)
-    actor = Sequential(
-        LSTM(n_in, lstm_size, rngs=rngs, precision=precision),
-        MLP(
-            (lstm_size, *actor_hidden, 2 * action_size),
-            rngs=rngs,
-            activation=activation,
-            last_layer_scale=0.01,
-            precision=precision,
-        ),
-    )
     streams = _check_streams(reward_streams)
-    critic = Sequential(
-        LSTM(n_in, lstm_size, rngs=rngs, precision=precision),
-        MLP(
-            (lstm_size, *critic_hidden, len(streams or (0,))),
-            rngs=rngs,
-            activation=activation,
-            precision=precision,
-        ),
-    )
-    network = _assemble(
-        obs_size, action_size, actor, critic, rngs, normalize_obs, entropy_weight, min_std, streams
+    network = compose_lstm_actor_critic(
+        obs_size,
+        action_size,
+        rngs=_check_rngs(rngs),
+        lstm_size=lstm_size,
+        actor_hidden_sizes=actor_hidden,
+        critic_hidden_sizes=critic_hidden,
+        normalize_obs=normalize_obs,
+        activation=activation,
+        entropy_weight=entropy_weight,
+        min_std=min_std,
+        reward_streams=streams,
+        precision=precision,
     )
     fields = {
         "lstm_size": lstm_size,

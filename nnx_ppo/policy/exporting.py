@@ -4,8 +4,8 @@ Both take and give flat arrays, with any batch size ``B``:
 
 * inputs: the policy's observation first (one array ``[B, *shape]``; for a dict
   observation, one per key in sorted order), then the policy state's leaves in the order of
-  ``jax.tree.leaves(policy.initial_state(B))`` (none for a feed-forward policy; ``h`` and
-  ``c`` of the LSTM for the recurrent factory's);
+  ``jax.tree.leaves(policy.initial_state(B))`` (none for a feed-forward policy; ``c`` and
+  ``h`` of the policy's LSTM for the recurrent factory's);
 * outputs: the action ``[B, action_size]`` (for several action heads, one ``[B, size]``
   per head in sorted order, named ``action/<head>``), then the next state's leaves in the
   same order.

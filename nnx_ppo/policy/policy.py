@@ -85,7 +85,7 @@ class Policy:
         """The policy state at the start of an episode for ``batch_size`` envs: a pytree of
         ``[batch_size, ...]`` arrays (the empty tuple for a feed-forward policy)."""
         if self._composed:
-            state = self.network.initialize_state(batch_size)
+            state = policy_carry(self.network, self.network.initialize_state(batch_size))
             return state if jax.tree.leaves(state) else ()
         return self.network.initialize_policy_state(batch_size)
 
@@ -129,7 +129,8 @@ def policy_action(
     has one (``PPONetwork``: the actor alone); for a composed ``Sequential([..., PPOAdapter])``
     its layers up to the adapter and the adapter's action port (the value port never runs;
     its carry stays); else the whole network's step. Samplers are deterministic in eval
-    mode.
+    mode. ``state`` is the whole carry of a composed network or its ``policy_carry``; the
+    next state has the same structure.
 
     With ``obs_key`` (an asymmetric network, whose action port reads that key alone),
     ``policy_obs`` is that key's array and the other keys of ``env_obs_shapes`` are given as
@@ -143,9 +144,10 @@ def policy_action(
             key: policy_obs if key == obs_key else _zeros_like_batch(policy_obs, shape)
             for key, shape in env_obs_shapes.items()
         }
-    carry_less = not jax.tree.leaves(state) and not jax.tree.leaves(network.initialize_state(1))
+    initial = policy_carry(network, network.initialize_state(1))
+    carry_less = not jax.tree.leaves(state) and not jax.tree.leaves(initial)
     if carry_less:  # a feed-forward policy's state is (), whatever its carry's structure
-        state = network.initialize_state(1)
+        state = initial
     adapter = network.layers[-1] if isinstance(network, Sequential) else None
     if isinstance(adapter, PPOAdapter):
         next_state, actions = _action_port_step(network, adapter, state, policy_obs)
@@ -155,11 +157,22 @@ def policy_action(
     return (() if carry_less else next_state), actions
 
 
+def policy_carry(network: Any, state: Any) -> Any:
+    """The part of a composed network's carry ``state`` that acting reads and writes: for
+    ``Sequential([..., PPOAdapter])`` without the adapter's value-port carry (the value
+    never runs when acting; an LSTM critic's ``(c, h)`` is no policy state), else all."""
+    adapter = network.layers[-1] if isinstance(network, Sequential) else None
+    if not isinstance(adapter, PPOAdapter):
+        return state
+    return [*state[:-1], {"action": state[-1]["action"]}]
+
+
 def _action_port_step(
     network: Sequential, adapter: PPOAdapter, state: list[Any], obs: Any
 ) -> tuple[Any, Any]:
     """``(next state, actions)`` of ``network = Sequential([*layers, adapter])`` without
-    the adapter's value port."""
+    the adapter's value port (its carry, where ``state`` holds one, is passed on as it
+    is; ``policy_carry`` leaves it out)."""
     x, next_state = obs, []
     for layer, carry in zip(list(network.layers)[:-1], state[:-1], strict=True):
         out = layer(carry, x)
@@ -167,7 +180,7 @@ def _action_port_step(
         x = out.output
     action_out = adapter.action(state[-1]["action"], x)
     fields, _ = pack_actions(action_out.output)
-    next_state.append({"action": action_out.next_state, "value": state[-1]["value"]})
+    next_state.append({**state[-1], "action": action_out.next_state})
     return next_state, fields["actions"]
 
 

@@ -83,8 +83,8 @@ def test_lstm_network_state_shapes_and_memory():
     net = FACTORIES["lstm"](6)
     net.eval()
     state = net.initialize_state(BATCH)
-    for side in ("actor", "critic"):
-        lstm_state = state[side][0]
+    for port in ("action", "value"):  # [Normalizer, Flattener, PPOAdapter]; LSTM first
+        lstm_state = state[-1][port][0]
         assert [s.shape for s in lstm_state] == [(BATCH, 8)] * 2
     obs_a, obs_b = observations(6, seed=0), observations(6, seed=1)
     last = observations(6, seed=2)
@@ -172,20 +172,19 @@ def test_a_network_rebuilds_from_its_recipe(kind, obs_size, extra):
     assert type(rebuilt) is type(network)
     assert _layout(rebuilt) == _layout(network)
     assert factories.recipe_of(rebuilt) == recipe
-    if kind == "mlp":  # the composed MLP actor-critic
-        assert _structure(rebuilt) == _structure(network)
-        sampler = rebuilt.layers[-1].action.layers[-1]
-        assert sampler.min_std == network.layers[-1].action.layers[-1].min_std
-        activations = [
-            [getattr(layer, "activation", None) for layer in net.layers[-1].action.layers]
-            for net in (rebuilt, network)
-        ]
-        assert activations[0] == activations[1] and activations[0][-2] is None
-    else:
-        assert rebuilt.obs_shapes == network.obs_shapes
-        assert rebuilt.value_streams == network.value_streams
-        assert rebuilt.sampler.min_std == network.sampler.min_std
-        assert (rebuilt.normalizer is None) == (network.normalizer is None)
+    # Both are composed actor-critics: the same modules, sampler and activations.
+    assert _structure(rebuilt) == _structure(network)
+    sampler = rebuilt.layers[-1].action.layers[-1]
+    assert (
+        sampler.min_std
+        == network.layers[-1].action.layers[-1].min_std
+        == extra.get("min_std", 1e-3)
+    )
+    activations = [
+        [getattr(layer, "activation", None) for layer in net.layers[-1].action.layers]
+        for net in (rebuilt, network)
+    ]
+    assert activations[0] == activations[1] and activations[0][-2] is None
 
 
 def _structure(network):
