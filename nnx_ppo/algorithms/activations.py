@@ -44,7 +44,7 @@ def record_activations_rollout(
 
     Returns:
         ``(activations, dones)``: ``activations`` maps module paths
-        (``layers/2/action/layers/0``, ``critic/modules/0``, ...; see
+        (``layers/2/action/layers/0``, ``layers/2/value/layers/1``, ...; see
         ``nnx_ppo.networks.recording``) to ``[T, B, units]`` arrays; ``dones`` is the
         ``[T, B]`` pre-step mask: ``dones[t, b]`` is True when env ``b``'s episode ended at
         a step before ``t`` (``dones[0]`` is all False).

@@ -9,14 +9,16 @@ holds the original layer as ``inner`` and, on each call, adds the layer's activa
 the top-level output, where ``activations_from_metrics`` picks them out. Keys are the
 module's path in the original network:
 
-* ``MLP`` at ``actor`` (an LSTM actor-critic's ``PPONetwork``): ``actor/layers/{i}`` for
-  each layer, ``[B, units]``: the activation output of a hidden layer, the affine output
-  of the last layer.
-* ``LSTM`` at ``actor/modules/0``: that key, its hidden state ``h``, ``[B, hidden_size]``.
+* ``layers.MLP`` at ``actor`` (the old ``PPONetwork`` layout, ``nnx_ppo.networks.legacy``):
+  ``actor/layers/{i}`` for each layer, ``[B, units]``: the activation output of a hidden
+  layer, the affine output of the last layer.
+* ``layers.LSTM`` at ``actor/modules/0`` (the same layout): that key, its hidden state
+  ``h``, ``[B, hidden_size]``.
 * ``Dense`` outside an ``MLP``: its path, its output ``[B, units]``.
 * The composable toolkit's ``feedforward.Dense``, ``recurrent.LSTM`` and variational
-  bottlenecks (e.g. ``make_mlp_actor_critic``'s first policy layer, at
-  ``layers/2/action/layers/0``, or ``layers/1/...`` without a normalizer): their
+  bottlenecks (e.g. ``make_mlp_actor_critic``'s first policy layer, or
+  ``make_lstm_actor_critic``'s policy LSTM, at ``layers/2/action/layers/0``, or
+  ``layers/1/...`` without a normalizer): their
   path, their output (post-activation for a ``Dense``, ``h`` for an ``LSTM``, the sampled
   latent for a bottleneck).
 * ``graph.PopulationGraph``: one entry per population, keyed by the population's name (not

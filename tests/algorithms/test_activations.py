@@ -63,14 +63,15 @@ def test_lstm_activation_keys_and_shapes():
     env = load("MemoryCue")  # obs 2, action 1
     acts, _ = record_activations_rollout(env, lstm_net(2, 1), N_ENVS, N_STEPS, jax.random.key(0))
     shapes = {k: v.shape for k, v in acts.items()}
-    # Sequential(LSTM, MLP): the LSTM's hidden state, then the MLP's layers.
+    # Sequential([Normalizer, Flattener, PPOAdapter]): each port's LSTM's hidden state,
+    # then its Dense layers, at their module paths.
     assert shapes == {
-        "actor/modules/0": (N_STEPS, N_ENVS, 8),
-        "actor/modules/1/layers/0": (N_STEPS, N_ENVS, 8),
-        "actor/modules/1/layers/1": (N_STEPS, N_ENVS, 2),
-        "critic/modules/0": (N_STEPS, N_ENVS, 8),
-        "critic/modules/1/layers/0": (N_STEPS, N_ENVS, 8),
-        "critic/modules/1/layers/1": (N_STEPS, N_ENVS, 1),
+        "layers/2/action/layers/0": (N_STEPS, N_ENVS, 8),
+        "layers/2/action/layers/1": (N_STEPS, N_ENVS, 8),
+        "layers/2/action/layers/2": (N_STEPS, N_ENVS, 2),
+        "layers/2/value/layers/0": (N_STEPS, N_ENVS, 8),
+        "layers/2/value/layers/1": (N_STEPS, N_ENVS, 8),
+        "layers/2/value/layers/2": (N_STEPS, N_ENVS, 1),
     }
 
 
@@ -95,13 +96,15 @@ def test_lstm_hidden_state_matches_hand_computation_at_first_step():
     net = lstm_net(2, 1)
     key = jax.random.key(2)
     acts, _ = record_activations_rollout(env, net, N_ENVS, N_STEPS, key)
-    x = net.features(reset_obs(env, key, N_ENVS))
-    gates = net.actor.modules[0].gates
+    x = reset_obs(env, key, N_ENVS)
+    for layer in net.layers[:-1]:  # the Normalizer and the Flattener
+        x = layer(layer.initialize_state(N_ENVS), x).output
+    gates = net.layers[-1].action.layers[0].cell.gates
     # h0 = c0 = 0: c = sigmoid(i) * tanh(g), h = sigmoid(o) * tanh(c).
     z = jnp.concatenate([x, jnp.zeros((N_ENVS, 8))], axis=-1) @ gates.kernel[...] + gates.bias[...]
     i, _, g, o = jnp.split(z, 4, axis=-1)
     h = jax.nn.sigmoid(o) * jnp.tanh(jax.nn.sigmoid(i) * jnp.tanh(g))
-    np.testing.assert_allclose(acts["actor/modules/0"][0], h, rtol=1e-5, atol=1e-6)
+    np.testing.assert_allclose(acts["layers/2/action/layers/0"][0], h, rtol=1e-5, atol=1e-6)
 
 
 def test_rollout_matches_a_plain_loop_over_the_original_network():
@@ -120,11 +123,16 @@ def test_rollout_matches_a_plain_loop_over_the_original_network():
         np.testing.assert_array_equal(dones[t], done)
         out = reference(state, env_state.obs)
         state = out.next_state
-        h_actor, h_critic = state["actor"][0][0], state["critic"][0][0]
-        np.testing.assert_allclose(acts["actor/modules/0"][t], h_actor, rtol=1e-5, atol=1e-6)
-        np.testing.assert_allclose(acts["critic/modules/0"][t], h_critic, rtol=1e-5, atol=1e-6)
+        # Each port's LSTM carry is (c, h).
+        h_actor, h_critic = state[-1]["action"][0][1], state[-1]["value"][0][1]
         np.testing.assert_allclose(
-            acts["actor/modules/1/layers/1"][t][:, :1],
+            acts["layers/2/action/layers/0"][t], h_actor, rtol=1e-5, atol=1e-6
+        )
+        np.testing.assert_allclose(
+            acts["layers/2/value/layers/0"][t], h_critic, rtol=1e-5, atol=1e-6
+        )
+        np.testing.assert_allclose(
+            acts["layers/2/action/layers/2"][t][:, :1],
             out.output.distribution_params["loc"],
             rtol=1e-5,
             atol=1e-6,
@@ -164,12 +172,12 @@ def test_original_network_is_untouched():
             getattr(recorded.output, field),
         )
     assert set(activations_from_metrics(recorded.metrics)) == {
-        "actor/modules/0",
-        "actor/modules/1/layers/0",
-        "actor/modules/1/layers/1",
-        "critic/modules/0",
-        "critic/modules/1/layers/0",
-        "critic/modules/1/layers/1",
+        "layers/2/action/layers/0",
+        "layers/2/action/layers/1",
+        "layers/2/action/layers/2",
+        "layers/2/value/layers/0",
+        "layers/2/value/layers/1",
+        "layers/2/value/layers/2",
     }
 
 

@@ -122,7 +122,7 @@ def test_a_recording_equals_the_library_rollout_and_resets_at_dones(
         env, network, N_ENVS, LENGTH, jax.random.key(SEED)
     )
     assert set(manifest["populations"]) == set(expected)
-    assert manifest["populations"]["actor/modules/0"] == 8  # the LSTM's h
+    assert manifest["populations"]["layers/2/action/layers/0"] == 8  # the LSTM's h
     before_first_end = ~np.asarray(first_dones)  # [T, N]
     dones = arrays["dones"]
     assert dones.shape == (LENGTH, N_ENVS) and dones.dtype == bool
@@ -144,14 +144,15 @@ def test_a_recording_equals_the_library_rollout_and_resets_at_dones(
     recorder = _recorder(network)
     fresh = lambda t, b: np.asarray(  # noqa: E731
         recorder(recorder.initialize_state(1), arrays["obs"][t, b][None]).metrics[
-            "activations/actor/modules/0"
+            "activations/layers/2/action/layers/0"
         ][0]
     )
     resets = list(zip(*np.nonzero(dones), strict=True))
     for t, b in resets:
-        np.testing.assert_allclose(arrays["actor/modules/0"][t, b], fresh(t, b), atol=1e-5)
+        np.testing.assert_allclose(arrays["layers/2/action/layers/0"][t, b], fresh(t, b), atol=1e-5)
     carried = [(t, b) for t in range(1, LENGTH) for b in range(N_ENVS) if not dones[t, b]]
-    assert all(not np.allclose(arrays["actor/modules/0"][t, b], fresh(t, b)) for t, b in carried)
+    lstm_h = arrays["layers/2/action/layers/0"]
+    assert all(not np.allclose(lstm_h[t, b], fresh(t, b)) for t, b in carried)
     client.close()
 
 
@@ -166,10 +167,10 @@ def test_the_list_the_reads_and_the_stream(service: Service, run_id: str) -> Non
     assert response.status_code == 200
     path.write_bytes(response.content)
     with np.load(path, allow_pickle=False) as data:
-        assert "actor/modules/0" in data.files and data["dones"].shape == (LENGTH, N_ENVS)
-        h = data["actor/modules/0"]
+        assert "layers/2/action/layers/0" in data.files and data["dones"].shape == (LENGTH, N_ENVS)
+        h = data["layers/2/action/layers/0"]
 
-    key = "actor/modules/0"
+    key = "layers/2/action/layers/0"
     sliced = service.client.get(
         f"{base}/{done['id']}/slice", params={"key": key, "env": 1, "t1": 20, "max_points": 8}
     ).json()
