@@ -22,6 +22,9 @@ total steps and evaluations set here), each run in a fresh process (``bench.nnx_
   reciprocal edges): a short run that compiles and a timed one, in fresh processes (steady
   env steps/s, compile time), and ``--graph-rounds`` alternating calls against ``fixed`` in
   one process (ms per iteration).
+* ``--lstm-rounds`` alternating calls in one process of ``make_lstm_actor_critic``'s network
+  (``lstm``, from the toolkit's parts) against its old ``PPONetwork`` build
+  (``lstm_fixed``): ms per iteration and their ratio.
 
 A warm-up run of each network first fills the persistent compilation cache, so the timed
 runs' compile times are the cache's. Writes ``bench/results/network-parts-<time>.json``.
@@ -171,6 +174,9 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument(
         "--graph-rounds", type=int, default=16, help="rounds of fixed vs graph6 in one process"
     )
+    parser.add_argument(
+        "--lstm-rounds", type=int, default=16, help="rounds of lstm_fixed vs lstm in one process"
+    )
     parser.add_argument("--timeout-s", type=float, default=1800.0)
     args = parser.parse_args(argv)
     enable_compilation_cache()
@@ -189,6 +195,14 @@ def main(argv: list[str] | None = None) -> int:
     if args.graph_rounds:
         graph_in_process = interleaved_iterations(("fixed", "graph6"), args.graph_rounds)
         print(f"graph6 in one process: {graph_in_process['ms_per_iteration']} ms", flush=True)
+    lstm_in_process = None
+    if args.lstm_rounds:
+        lstm_in_process = interleaved_iterations(("lstm_fixed", "lstm"), args.lstm_rounds)
+        print(
+            f"LSTM in one process: {lstm_in_process['ms_per_iteration']} ms per iteration; "
+            f"median ratio of times fixed/composed {lstm_in_process['median_ratio']:.3f}",
+            flush=True,
+        )
     path = write_results(
         "network-parts",
         {
@@ -200,6 +214,7 @@ def main(argv: list[str] | None = None) -> int:
             "separate_processes": separate,
             "graph6": graph,
             "graph6_in_process": graph_in_process,
+            "lstm_in_process": lstm_in_process,
             "machine": machine_facts(),
             "time": time.time(),
         },

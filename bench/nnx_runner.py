@@ -38,7 +38,9 @@ libraries do the same work per update:
   parts (``composed.compose_mlp_actor_critic``); ``"fixed"`` the same actor-critic as the
   ``PPONetwork`` the factory built before (``legacy.ppo_network_mlp_actor_critic``, equal
   parameters for equal seeds), ``"graph6"`` the population graph ``SIX_POPULATIONS``
-  (the hidden sizes are then ignored; ``bench.network_parts``).
+  (the hidden sizes are then ignored; ``bench.network_parts``); ``"lstm"`` and
+  ``"lstm_fixed"`` the same two builds of ``make_lstm_actor_critic`` (an LSTM of 64 before
+  each side's hidden layers).
 * ``reward_scaling`` -> ``PPOConfig.reward_scaling`` (both libraries multiply rewards inside
   the loss only). ``num_resets_per_eval`` must be 0 (we never reset
   all envs): other values are rejected rather than silently ignored, so "equal settings"
@@ -307,11 +309,29 @@ def _mlp(factory: Any) -> Any:
     return make
 
 
+def _lstm(factory: Any) -> Any:
+    def make(cfg: BraxPPOSettings, obs_size: Any, action_size: Any, **kwargs: Any) -> Any:
+        return factory(
+            obs_size,
+            action_size,
+            lstm_size=64,
+            actor_hidden_sizes=cfg.policy_hidden,
+            critic_hidden_sizes=cfg.value_hidden,
+            normalize_obs=cfg.normalize_observations,
+            entropy_weight=cfg.entropy_cost,
+            **kwargs,
+        )
+
+    return make
+
+
 NETWORKS: Mapping[str, Any] = MappingProxyType(
     {
         "fixed": _mlp(legacy.ppo_network_mlp_actor_critic),
         "composed": _mlp(factories.make_mlp_actor_critic),
         "graph6": _graph6,
+        "lstm_fixed": _lstm(legacy.ppo_network_lstm_actor_critic),
+        "lstm": _lstm(factories.make_lstm_actor_critic),
     }
 )
 """The builders of the ``network`` setting's values."""
