@@ -162,6 +162,9 @@ def run_brax_ppo(settings: Mapping[str, Any]) -> dict[str, Any]:
           a steady epoch's).
         * ``setup_seconds``: from the ``ppo.train`` call to the start of the first epoch (env
           reset, network init, compiling and running the step-0 eval).
+        * ``first_metric_seconds``: the cold start a user waits through: the ``ppo.train``
+          call to the first training metric ``progress_fn`` receives (with the first epoch's
+          eval; Brax reports training metrics only at the end of an epoch).
         * ``eval_seconds``: steady run time of one eval: the median of Brax's
           ``eval/epoch_eval_time`` over the evals after the first epoch's (which compiles).
         * ``total_seconds``: wall time of the whole ``ppo.train`` call.
@@ -250,6 +253,7 @@ def _result(
         "compile_seconds": startup_seconds(trained[0], 2, sps, eval_seconds),
         "train_compile_seconds": train_compile,
         "setup_seconds": setup_seconds,
+        "first_metric_seconds": trained[0]["wall_seconds"],
         "eval_seconds": eval_seconds,
         "total_seconds": total_seconds,
         "total_steps": int(trained[-1]["step"]),

@@ -47,7 +47,10 @@ def summarize(rounds: Sequence[Mapping[str, Any]]) -> dict[str, Any]:
             result dicts.
     """
     summary: dict[str, Any] = {}
-    for key in ("env_steps_per_second", "compile_seconds", "train_compile_seconds", "peak_rss_mb"):
+    keys = ("env_steps_per_second", "compile_seconds", "train_compile_seconds", "peak_rss_mb")
+    for key in (*keys, "first_metric_seconds"):
+        if any(key not in r[lib] for r in rounds for lib in RUNNERS):
+            continue  # results from before the runners reported it
         per_lib = {lib: [r[lib][key] for r in rounds] for lib in RUNNERS}
         summary[key] = {
             lib: {"per_round": v, "median": statistics.median(v)} for lib, v in per_lib.items()
@@ -119,10 +122,13 @@ def format_report(settings: Mapping[str, Any], summary: Mapping[str, Any], n: in
         ]
     )
     for key, label, fmt in (
+        ("first_metric_seconds", "s to the first training metric, median", "{:.1f}"),
         ("compile_seconds", "compile s (start-up), median", "{:.1f}"),
         ("train_compile_seconds", "compile s (train step), median", "{:.1f}"),
         ("peak_rss_mb", "peak RSS MiB, median", "{:,.0f}"),
     ):
+        if key not in summary:
+            continue
         b, o = summary[key]["brax"]["median"], summary[key]["nnx_ppo"]["median"]
         table.append([label, fmt.format(b), fmt.format(o), f"{o / b:.2f}"])
     lines += _columns(table)

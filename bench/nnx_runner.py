@@ -380,6 +380,8 @@ def run_nnx_ppo(settings: Mapping[str, Any]) -> dict[str, Any]:
           training chunk and the evaluator.
         * ``setup_seconds``: ``t0`` to the first call's end minus the call (init, env reset,
           and the first evaluation if it fell after the first call).
+        * ``first_metric_seconds``: the cold start a user waits through: ``t0`` to the first
+          training metric ``log_fn`` receives (as Brax's key of the same name).
         * ``eval_seconds``: steady time of one evaluation: the median, over the evaluations
           after the first (which compiles), of the host time around the evaluation.
         * ``total_seconds``: wall time from ``t0`` to the end of ``train_ppo``.
@@ -433,6 +435,7 @@ def _result(
         "compile_seconds": startup_seconds(curve[0], 1, sps, eval_seconds),
         "train_compile_seconds": timing["train_compile_seconds"],
         "setup_seconds": gaps[0],
+        "first_metric_seconds": calls[0].logged_at - log.t0,
         "eval_seconds": eval_seconds,
         "total_seconds": total_seconds,
         "total_steps": int(total_steps),

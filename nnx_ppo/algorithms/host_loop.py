@@ -1,7 +1,8 @@
 """The one trainer: the host loop shared by ``train_ppo`` and ``train_distillation``.
 
 Host loop (impure): it decides how many iterations can run before the next host-side event
-(evaluation, checkpoint, video, the end), runs them in one jitted call of the chunk driver
+(evaluation, checkpoint, video, the end; one for the first call, which compiles, so that the
+first metrics come as soon as the program runs), runs them in one jitted call of the chunk driver
 (``scan_iterations``: a ``lax.scan`` over a pure ``step(carry, extra) -> (carry,
 metrics)``), then, in this order: stops with ``NonFiniteError`` at the first iteration
 whose losses are not finite (after logging the iterations up to it), evaluates, hands each
@@ -31,8 +32,9 @@ from flax import nnx
 
 from nnx_ppo.algorithms import sharding
 from nnx_ppo.algorithms.carry import State, adopt, merge_state, split_state, traced_step
+from nnx_ppo.algorithms.compile_ahead import CompiledAhead
 from nnx_ppo.algorithms.config import EvalConfig, VideoConfig, VideoData
-from nnx_ppo.algorithms.program_cache import ProgramCache
+from nnx_ppo.algorithms.program_cache import CachedProgram, ProgramCache
 from nnx_ppo.algorithms.rollout import eval_rollout
 from nnx_ppo.algorithms.types import LoggingLevel, RLEnv
 from nnx_ppo.algorithms.video import VideoRecorder
@@ -339,10 +341,14 @@ class _HostLoop:
             every.append(s.video.every_steps)
         return every
 
-    def chunk_size(self, steps: int) -> int:
-        """Iterations of the next jitted call: up to the next event or the end."""
+    def chunk_size(self, steps: int, first: bool = False) -> int:
+        """Iterations of the next jitted call: up to the next event or the end; one for the
+        ``first`` call, which compiles the program, so that its metrics show as soon as
+        it runs rather than ``chunk_length`` iterations later (one program serves both)."""
         per = self.schedule.steps_per_iteration
         n = min(self.chunk_length, math.ceil((self.schedule.total_steps - steps) / per))
+        if first:
+            n = 1
         for every in self.events():
             n = min(n, iterations_until(steps, every, per))
         return n
@@ -350,8 +356,10 @@ class _HostLoop:
     def run(self) -> LoopResult:
         s, per = self.schedule, self.schedule.steps_per_iteration
         steps, iterations, last_metrics = self.start_steps, 0, {}
+        if s.eval.enabled and steps < s.total_steps:
+            self.compile_evaluator_ahead()
         while steps < s.total_steps:
-            n = self.chunk_size(steps)
+            n = self.chunk_size(steps, first=iterations == 0)
             self.phase("training")
             start = time.perf_counter()
             self.carry, stacked = self.train_chunk(self.carry, self.extra, jnp.asarray(n))
@@ -380,6 +388,16 @@ class _HostLoop:
                 break
         final_state = adopt(self.initial_state, merge_state(self.graphdef, self.carry))
         return LoopResult(final_state, last_metrics, steps, iterations, self.eval_history)
+
+    def compile_evaluator_ahead(self) -> None:
+        """Compiles the evaluator in a background thread while the first training chunk
+        compiles and runs (``compile_ahead``): the first evaluation then need not wait for
+        a second compile. Lowered here, before the chunk's call donates the carry."""
+        key = jax.random.fold_in(self.eval_key, 0)
+        if isinstance(self.evaluate, CachedProgram):
+            self.evaluate.compile_ahead(self.carry.modules, key)
+        else:
+            self.evaluate = CompiledAhead(self.evaluate, self.carry.modules, key)
 
     def phase(self, name: str) -> None:
         if self.callbacks.phase_fn is not None:

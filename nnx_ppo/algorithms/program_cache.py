@@ -40,6 +40,8 @@ from typing import Any
 import jax
 import jax.numpy as jnp
 
+from nnx_ppo.algorithms.compile_ahead import CompiledAhead
+
 FORMAT = 1
 """Version of the stored file's layout and of the digest's contents."""
 MAGIC = b"nnx-ppo program\n"
@@ -142,7 +144,13 @@ class CachedProgram:
             self._call = self._prepare(args)
         return self._call(*args)
 
-    def _prepare(self, args: Sequence[Any]) -> Callable[..., Any]:
+    def compile_ahead(self, *args: Any) -> None:
+        """Prepares the program for arguments shaped like ``args`` now (loaded, or traced and
+        stored) and compiles it in a background thread (``compile_ahead.CompiledAhead``)."""
+        if self._call is None:
+            self._call = self._prepare(args, ahead=True)
+
+    def _prepare(self, args: Sequence[Any], ahead: bool = False) -> Callable[..., Any]:
         cache = self.cache
         digest = cache.digest(self.name, self.static, args)
         path = cache.path(self.name, digest)
@@ -161,17 +169,20 @@ class CachedProgram:
                 reason = why if isinstance(why, NotCacheable) else type(why).__name__
                 cache.say(f"{self.name} is not cacheable ({reason}); compiling it as usual")
                 self.source = "plain"
-                return jax.jit(self.fn, donate_argnums=self.donate_argnums)
+                plain = jax.jit(self.fn, donate_argnums=self.donate_argnums)
+                return CompiledAhead(plain, *args) if ahead else plain
             self.source = _write(self.name, path, digest, exported, outputs, cache)
         # Explicit shardings: otherwise the first call (fresh, uncommitted arrays) and the
         # next (committed results) lower and compile the program twice.
         device = jax.sharding.SingleDeviceSharding(jax.devices()[0])
-        call = jax.jit(
+        call: Callable[..., Any] = jax.jit(
             exported.call,
             in_shardings=device,
             out_shardings=device,
             donate_argnums=self.donate_argnums,
         )
+        if ahead:
+            call = CompiledAhead(call, *boundary.flatten(args))
 
         def run(*live: Any) -> Any:
             return boundary.unflatten(call(*boundary.flatten(live)), outputs)

@@ -221,7 +221,7 @@ def network(seed: int) -> nnx.Module:
 
 
 def test_a_resumed_distillation_run_reuses_the_cached_programs(tmp_path):
-    """A run stopped after its first chunk (as a worker's run is interrupted) and resumed
+    """A run stopped at its first evaluation (as a worker's run is interrupted) and resumed
     from its checkpoint traces its programs once: the resumed call loads both. Every metric
     and the final state are those of one uninterrupted run without a cache."""
     teacher = network(1)
@@ -240,7 +240,7 @@ def test_a_resumed_distillation_run_reuses_the_cached_programs(tmp_path):
         DISTILL,
         log_fn=lambda m, s: logs.append((s, m)),
         checkpoint_fn=make_distillation_checkpoint_fn(directory),
-        should_stop=lambda: True,  # after the first jitted call: the eval at step 512
+        should_stop=lambda: logs[-1][0] >= 512,  # after the call that ends at the eval at 512
         program_cache=cache_at(tmp_path, lines, env="PointReach"),
     )
     assert sorted(line.split(" ")[2:4] for line in lines) == [

@@ -379,12 +379,14 @@ def test_phase_fn_is_told_each_host_loop_phase_as_it_begins():
         checkpoint_fn=lambda state, step: events.append(("checkpoint", step)),
         phase_fn=lambda name: events.append(("phase", name)),
     )
-    # Every chunk ends at an evaluation (the 100-step multiples and the end, which include
-    # the checkpoints' 300-step multiples): per chunk, "training" before the jitted call,
-    # "evaluating" before its logs, "checkpointing" right before each checkpoint.
+    # The first call runs one iteration (it compiles; its metrics then show at once), with no
+    # event due at its step 32. Every later chunk ends at an evaluation (the 100-step
+    # multiples and the end, which include the checkpoints' 300-step multiples): per chunk,
+    # "training" before the jitted call, "evaluating" before its logs, "checkpointing" right
+    # before each checkpoint.
     evals = first_steps_passing(EVAL_EVERY, 0, TOTAL)
     saves = first_steps_passing(CHECKPOINT_EVERY, 0, TOTAL)
-    expected: list[tuple[str, Any]] = []
+    expected: list[tuple[str, Any]] = [("phase", "training")]
     for step in evals:
         expected += [("phase", "training"), ("phase", "evaluating")]
         if step in saves:

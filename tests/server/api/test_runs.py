@@ -139,21 +139,24 @@ def test_a_run_from_submit_to_download(service: Service, tmp_path: Path) -> None
     assert any("eval/episode_reward" in e["values"] for e in metrics)
     checkpoint_events = [e["checkpoint"]["step"] for e in events if e["type"] == "checkpoint"]
     assert checkpoint_events == [4000, 8000, 12000, 16000, 20000]
-    # The run process's phases, each when it changes: compiling until the first chunk is
-    # back, then per chunk (25 iterations of 160 steps up to each 4,000-step evaluation and
-    # checkpoint) evaluating and checkpointing, training again before the next one.
+    # The run process's phases, each when it changes: compiling until the first chunk (one
+    # iteration) is back, then per chunk (up to each 4,000-step evaluation and checkpoint,
+    # 160 steps an iteration) training, evaluating and checkpointing.
     phases = [e["phase"] for e in events if e["type"] == "phase"]
-    chunk = ["evaluating", "checkpointing"]
-    assert phases == ["compiling", *chunk, *(["training", *chunk] * 4)], phases
+    chunk = ["training", "evaluating", "checkpointing"]
+    assert phases == ["compiling", *(chunk * 5)], phases
     running_at = next(e["time"] for e in events if e.get("status") == "running")
     since = [e["since"] for e in events if e["type"] == "phase"]
     assert since == sorted(since) and since[0] >= running_at - 1
-    # One progress line per chunk, in the stream's log events and in the log file.
+    # One progress line per chunk, in the stream's log events and in the log file: the first
+    # once the compile is done, before any evaluation.
     lines = [e["line"] for e in events if e["type"] == "log" and e["line"].startswith("step ")]
     assert [line.split(":")[0] for line in lines] == [
-        f"step {s:,}/20,000 ({s // 200}%)" for s in range(4000, 20001, 4000)
+        "step 160/20,000 (1%)",
+        *(f"step {s:,}/20,000 ({s // 200}%)" for s in range(4000, 20001, 4000)),
     ], lines
-    assert all("env steps/s" in line and "eval reward " in line for line in lines), lines
+    assert "(with the compile), no evaluation yet" in lines[0], lines
+    assert all("env steps/s" in line and "eval reward " in line for line in lines[1:]), lines
 
     # Reconnecting with the last seq seen replays exactly the rest, identically.
     middle = len(events) // 2

@@ -1,0 +1,48 @@
+"""Compiling a program in a background thread while the host loop compiles and runs another.
+
+XLA compiles one program on one thread. The training chunk and the evaluator are separate
+programs, and the evaluator is first called only after the first chunk has run, so compiling
+it then made a cold start wait for the two compiles one after the other. ``CompiledAhead``
+lowers a jitted function in the caller's thread (under the caller's JAX settings: matmul
+precision, default device) and compiles it in a background thread; the first call waits for
+that compile, and every call runs the same program as the plain jitted function would.
+"""
+
+from __future__ import annotations
+
+import threading
+from collections.abc import Callable
+from typing import Any
+
+
+class CompiledAhead:
+    """``jitted`` for arguments shaped like ``args``, compiled in a background thread.
+
+    Calls with arguments of other shapes or types, and any failure of the background
+    compile, fall back to ``jitted`` itself, whose own trace and compile then raise what
+    there is to raise, in the caller's thread.
+    """
+
+    def __init__(self, jitted: Any, *args: Any):
+        self.jitted = jitted
+        self.compiled: Callable[..., Any] | None = None
+        lowered = jitted.lower(*args)  # here: the trace sees the caller's settings
+        self.thread = threading.Thread(
+            target=self._compile, args=(lowered,), name="nnx-ppo-compile-ahead", daemon=True
+        )
+        self.thread.start()
+
+    def _compile(self, lowered: Any) -> None:
+        try:
+            self.compiled = lowered.compile()
+        except Exception:  # the plain call raises it again, in the caller's thread
+            self.compiled = None
+
+    def __call__(self, *args: Any) -> Any:
+        self.thread.join()
+        if self.compiled is not None:
+            try:
+                return self.compiled(*args)
+            except (TypeError, ValueError):  # arguments unlike the lowered ones
+                self.compiled = None
+        return self.jitted(*args)
