@@ -356,8 +356,8 @@ class _HostLoop:
     def run(self) -> LoopResult:
         s, per = self.schedule, self.schedule.steps_per_iteration
         steps, iterations, last_metrics = self.start_steps, 0, {}
-        if s.eval.enabled and steps < s.total_steps:
-            self.compile_evaluator_ahead()
+        if steps < s.total_steps:
+            self.compile_ahead()
         while steps < s.total_steps:
             n = self.chunk_size(steps, first=iterations == 0)
             self.phase("training")
@@ -389,10 +389,20 @@ class _HostLoop:
         final_state = adopt(self.initial_state, merge_state(self.graphdef, self.carry))
         return LoopResult(final_state, last_metrics, steps, iterations, self.eval_history)
 
-    def compile_evaluator_ahead(self) -> None:
-        """Compiles the evaluator in a background thread while the first training chunk
-        compiles and runs (``compile_ahead``): the first evaluation then need not wait for
-        a second compile. Lowered here, before the chunk's call donates the carry."""
+    def compile_ahead(self) -> None:
+        """Lowers the training chunk and the evaluator here and compiles each in a background
+        thread (``compile_ahead``): the evaluator's trace runs while the chunk compiles, the
+        two compiles at once, and the first evaluation need not wait for a compile of its
+        own. Before the first call, which donates the carry. (Data-parallel training keeps
+        its chunk's plain jit, laid out by its shardings.)"""
+        if self.schedule.devices == 1:
+            args = (self.carry, self.extra, jnp.asarray(1))
+            if isinstance(self.train_chunk, CachedProgram):
+                self.train_chunk.compile_ahead(*args)
+            else:
+                self.train_chunk = CompiledAhead(self.train_chunk, *args)
+        if not self.schedule.eval.enabled:
+            return
         key = jax.random.fold_in(self.eval_key, 0)
         if isinstance(self.evaluate, CachedProgram):
             self.evaluate.compile_ahead(self.carry.modules, key)

@@ -1,20 +1,22 @@
 """``CompiledAhead``: a program compiled in a background thread, and the host loop compiling its
-evaluator that way beside the first training chunk."""
+training chunk and its evaluator that way, at once."""
 
 from __future__ import annotations
 
 import threading
-from typing import Any
+from typing import Any, ClassVar
 
 import jax
 import jax.numpy as jnp
 import numpy as np
+import pytest
 from flax import nnx
 
 from nnx_ppo import envs
-from nnx_ppo.algorithms import host_loop
+from nnx_ppo.algorithms import host_loop, program_cache
 from nnx_ppo.algorithms.compile_ahead import CompiledAhead
 from nnx_ppo.algorithms.config import EvalConfig, PPOConfig, TrainConfig
+from nnx_ppo.algorithms.program_cache import ProgramCache
 from nnx_ppo.algorithms.training import train_ppo
 from nnx_ppo.networks.factories import make_mlp_actor_critic
 
@@ -38,41 +40,75 @@ def test_arguments_of_another_shape_fall_back_to_the_plain_jit():
     assert ahead.compiled is None and jitted._cache_size() == 1
 
 
-def test_the_host_loop_compiles_its_evaluator_ahead_and_evaluates_alike(monkeypatch):
-    made: list[CompiledAhead] = []
-    compiling: list[str] = []
+class Recorded(CompiledAhead):
+    """``CompiledAhead`` that says which were made and in which thread each compiled."""
 
-    class Recorded(CompiledAhead):
-        def __init__(self, jitted: Any, *args: Any):
-            super().__init__(jitted, *args)
-            made.append(self)
+    made: ClassVar[list[Recorded]] = []
+    compiled_in: ClassVar[list[str]] = []
 
-        def _compile(self, lowered: Any) -> None:
-            compiling.append(threading.current_thread().name)
-            super()._compile(lowered)
+    def __init__(self, jitted: Any, *args: Any):
+        super().__init__(jitted, *args)
+        Recorded.made.append(self)
 
-    env = envs.load("PointReach", {"episode_length": 20})
-    config = TrainConfig(
-        ppo=PPOConfig(n_envs=8, rollout_length=4, total_steps=96, n_epochs=1, n_minibatches=2),
-        eval=EvalConfig(every_steps=64, n_envs=4, max_episode_length=20),
-        seed=5,
+    def _compile(self, lowered: Any) -> None:
+        Recorded.compiled_in.append(threading.current_thread().name)
+        super()._compile(lowered)
+
+
+ENV = envs.load("PointReach", {"episode_length": 20})
+CONFIG = TrainConfig(
+    ppo=PPOConfig(n_envs=8, rollout_length=4, total_steps=96, n_epochs=1, n_minibatches=2),
+    eval=EvalConfig(every_steps=64, n_envs=4, max_episode_length=20),
+    seed=5,
+)
+
+
+def evaluations(cache: ProgramCache | None = None) -> list[dict[str, Any]]:
+    networks = make_mlp_actor_critic(
+        ENV.observation_size,
+        ENV.action_size,
+        rngs=nnx.Rngs(0),
+        actor_hidden_sizes=(8,),
+        critic_hidden_sizes=(8,),
     )
+    return train_ppo(ENV, networks, CONFIG, program_cache=cache).eval_history
 
-    def train() -> Any:
-        networks = make_mlp_actor_critic(
-            env.observation_size,
-            env.action_size,
-            rngs=nnx.Rngs(0),
-            actor_hidden_sizes=(8,),
-            critic_hidden_sizes=(8,),
-        )
-        return train_ppo(env, networks, config).eval_history
 
-    monkeypatch.setattr(host_loop, "CompiledAhead", lambda jitted, *args: jitted)
-    plain = train()  # the plain evaluator, compiled at its first call, for reference
-    monkeypatch.setattr(host_loop, "CompiledAhead", Recorded)
-    ahead = train()
-    assert len(made) == 1 and made[0].compiled is not None  # used, not fallen back
-    assert compiling == ["nnx-ppo-compile-ahead"]
+@pytest.fixture
+def recorded(monkeypatch: pytest.MonkeyPatch) -> type[Recorded]:
+    monkeypatch.setattr(Recorded, "made", [])
+    monkeypatch.setattr(Recorded, "compiled_in", [])
+    return Recorded
+
+
+@pytest.fixture(scope="module")
+def plain() -> list[dict[str, Any]]:
+    """The evaluations with the plain programs, each compiled at its first call."""
+    with pytest.MonkeyPatch.context() as patch:
+        patch.setattr(host_loop, "CompiledAhead", lambda jitted, *args: jitted)
+        return evaluations()
+
+
+def test_the_host_loop_compiles_its_programs_ahead_and_trains_alike(monkeypatch, recorded, plain):
+    monkeypatch.setattr(host_loop, "CompiledAhead", recorded)
+    ahead = evaluations()
+    # The training chunk (called three times: 1 iteration, 1 up to the eval at 64, 1 more)
+    # and the evaluator (twice), every call on the program compiled ahead: none fell back.
+    assert len(recorded.made) == 2 and all(m.compiled is not None for m in recorded.made)
+    assert recorded.compiled_in == ["nnx-ppo-compile-ahead"] * 2
     assert [e["step"] for e in ahead] == [64, 96]
-    assert ahead == plain  # the same evaluations, bit for bit
+    assert ahead == plain  # the same training and evaluations, bit for bit
+
+
+def test_cached_programs_are_compiled_ahead_too(monkeypatch, recorded, plain, tmp_path):
+    monkeypatch.setattr(program_cache, "CompiledAhead", recorded)
+    lines: list[str] = []
+    cache = ProgramCache(tmp_path, {"env": "PointReach", "test": "ahead"}, log=lines.append)
+    ahead = evaluations(cache)
+    assert sorted(line.split(" ")[2:4] for line in lines) == [
+        ["stored", "evaluate"],
+        ["stored", "train_chunk"],
+    ], lines
+    assert len(recorded.made) == 2 and all(m.compiled is not None for m in recorded.made)
+    assert recorded.compiled_in == ["nnx-ppo-compile-ahead"] * 2
+    assert ahead == plain
