@@ -21,7 +21,9 @@ class CompiledAhead:
 
     Calls with arguments of other shapes or types, and any failure of the background
     compile, fall back to ``jitted`` itself, whose own trace and compile then raise what
-    there is to raise, in the caller's thread.
+    there is to raise, in the caller's thread. The thread is not a daemon: a process that
+    ends while it compiles (training stopped by an error) waits for the compile, where a
+    daemon thread still inside XLA made the interpreter's exit abort.
     """
 
     def __init__(self, jitted: Any, *args: Any):
@@ -29,7 +31,7 @@ class CompiledAhead:
         self.compiled: Callable[..., Any] | None = None
         lowered = jitted.lower(*args)  # here: the trace sees the caller's settings
         self.thread = threading.Thread(
-            target=self._compile, args=(lowered,), name="nnx-ppo-compile-ahead", daemon=True
+            target=self._compile, args=(lowered,), name="nnx-ppo-compile-ahead"
         )
         self.thread.start()
 
