@@ -15,10 +15,13 @@ scans ``generate_unroll``), compile excluded, the median of ``--repeats`` calls:
   back to a cached first state; its tanh-normal policy with observation normalisation).
 * ``nnx_ppo``: our ``unroll_env`` from ``new_training_state`` as ``train_ppo`` builds it
   (episodes staggered: time limits at random offsets, so some env ends on most steps; each
-  such step resets the few that ended, ``reset_done``, and computes the value of the
-  truncated obs; before 2026-12-07 it reset all the envs and kept the few).
+  such step puts the envs that ended into start states reset once a rollout,
+  ``rollout_start_states`` and ``restart_done``, as ``ppo_iteration`` does, and computes the
+  value of the truncated obs).
 * ``nnx_ppo_unstaggered``: the same with ``stagger_episodes=False`` (all envs end together,
-  as Brax's do), which isolates what the staggered resets cost.
+  as Brax's do), which isolates what the staggered restarts cost.
+* ``nnx_ppo_fresh``: staggered, with each step resetting the envs that ended
+  (``reset_done``, what training did before 2026-12-07, later).
 
 Both networks from the same settings (``bench.learning_envs.playground_settings(env, ...,
 "gpu")``). Run it under the matmul precision to compare (``JAX_DEFAULT_MATMUL_PRECISION``).
@@ -121,13 +124,15 @@ def brax_rollout(settings: dict[str, Any], steps: int, unroll: int) -> Callable[
     return lambda c: roll(start if c is None else c[:2])
 
 
-def nnx_rollout(settings: dict[str, Any], steps: int, stagger: bool) -> Callable[[Any], Any]:
+def nnx_rollout(
+    settings: dict[str, Any], steps: int, stagger: bool, fresh: bool = False
+) -> Callable[[Any], Any]:
     """``(env_states, network_states, key) -> (...)`` after our ``unroll_env`` of ``steps``."""
     from flax import nnx
 
     from bench.nnx_runner import make_networks, nnx_settings
     from nnx_ppo import envs
-    from nnx_ppo.algorithms.rollout import unroll_env
+    from nnx_ppo.algorithms.rollout import rollout_start_states, unroll_env
     from nnx_ppo.algorithms.step import new_training_state
 
     cfg = nnx_settings(settings)
@@ -138,8 +143,9 @@ def nnx_rollout(settings: dict[str, Any], steps: int, stagger: bool) -> Callable
     @nnx.jit
     def roll(module: Any, env_states: Any, network_states: Any, key: jax.Array) -> Any:
         key, next_key = jax.random.split(key)
+        starts = None if fresh else rollout_start_states(env, env_states, key)
         env_states, network_states, rollout = unroll_env(
-            env, env_states, module, network_states, steps, key
+            env, env_states, module, network_states, steps, key, starts
         )
         return env_states, network_states, next_key, jnp.sum(rollout.rewards)
 
@@ -168,6 +174,7 @@ def main(argv: Sequence[str] | None = None) -> None:
         "brax": lambda: brax_rollout(settings, args.steps, args.unroll),
         "nnx_ppo": lambda: nnx_rollout(settings, args.steps, stagger=True),
         "nnx_ppo_unstaggered": lambda: nnx_rollout(settings, args.steps, stagger=False),
+        "nnx_ppo_fresh": lambda: nnx_rollout(settings, args.steps, stagger=True, fresh=True),
     }
     out: dict[str, Any] = {
         "kind": "rollout-split",

@@ -118,8 +118,44 @@ def reset_chunk(n_envs: int) -> int:
     return 16 * max(1, -(-n_envs // 256))
 
 
+def rollout_start_states(env: RLEnv, env_states: Any, key: jax.Array) -> Any:
+    """Fresh start states for the envs that end during one rollout (``unroll_env``'s
+    ``start_env_states``): a reset of every env, env ``i`` from ``jax.random.split(key,
+    B)[i]`` on the model variant it carries (``reset_envs`` with ``env_states`` as
+    ``previous``)."""
+    n_envs = jax.tree.leaves(env_states)[0].shape[0]
+    return reset_envs(env, jax.random.split(key, n_envs), env_states)
+
+
+def restart_done(env_state: Any, done: jax.Array, start_env_states: Any) -> Any:
+    """Puts the envs where ``done`` into their ``start_env_states`` (``[B]`` leaves), with
+    no reset to compile in the step: nothing on a step where no env ended; where at most
+    ``reset_chunk(B)`` did (with staggered time limits, most steps), only their rows are
+    copied; otherwise a select over every env."""
+    n_envs = done.shape[0]
+    chunk = reset_chunk(n_envs)
+
+    def copy_rows(state: Any) -> Any:
+        # The done envs' rows, padded with ``n_envs`` (out of range: dropped).
+        (rows,) = jnp.nonzero(done, size=chunk, fill_value=n_envs)
+        take = lambda x: jnp.take(x, rows, axis=0, mode="clip")  # noqa: E731
+        put = lambda x, y: jnp.asarray(x).at[rows].set(take(y), mode="drop")  # noqa: E731
+        return jax.tree.map(put, state, start_env_states)
+
+    def select_all(state: Any) -> Any:
+        return tree_where(done, start_env_states, state)
+
+    n_done = jnp.sum(done)
+    branch = jnp.where(n_done == 0, 0, jnp.where(n_done <= chunk, 1, 2))
+    return jax.lax.switch(branch, [lambda state: state, copy_rows, select_all], env_state)
+
+
 def single_transition(
-    env: RLEnv, networks: StatefulModule, carry: tuple[Any, Any], rng_keys_for_env_reset: jax.Array
+    env: RLEnv,
+    networks: StatefulModule,
+    carry: tuple[Any, Any],
+    rng_keys_for_env_reset: jax.Array,
+    start_env_states: Any = None,
 ) -> tuple[tuple[Any, Any], Transition]:
     """One batched env step: act, step, record, then reset what ended.
 
@@ -128,7 +164,9 @@ def single_transition(
         networks: The actor-critic ``StatefulModule``; its random counters advance.
         carry: ``(env_state, network_state)``, each with ``[B, ...]`` leaves.
         rng_keys_for_env_reset: Key for the resets of this step (one key, split per env
-            only when some env is done).
+            only when some env is done); unused with ``start_env_states``.
+        start_env_states: Where given, ended envs restart from these states
+            (``restart_done``) instead of a fresh reset (``reset_done``).
 
     Returns:
         The next carry (envs and network states reset where an episode ended) and the
@@ -154,7 +192,10 @@ def single_transition(
         rollout_extras=out.rollout_extras,
         bootstrap_values=bootstrap,
     )
-    next_env_state = reset_done(env, stepped, done, rng_keys_for_env_reset)
+    if start_env_states is None:
+        next_env_state = reset_done(env, stepped, done, rng_keys_for_env_reset)
+    else:
+        next_env_state = restart_done(stepped, done, start_env_states)
     next_network_state = tree_where(done, networks.reset_state(out.next_state), out.next_state)
     return (next_env_state, next_network_state), transition
 
@@ -183,8 +224,10 @@ def unroll_env(
     network_state: Any,
     unroll_length: int,
     rng_key_for_env_reset: jax.Array,
+    start_env_states: Any = None,
 ) -> tuple[Any, Any, Transition]:
-    """Runs ``unroll_length`` batched steps.
+    """Runs ``unroll_length`` batched steps; ended envs restart from ``start_env_states``
+    where given, else are reset afresh (``single_transition``).
 
     Returns:
         ``(env_state, network_state, transitions)`` where ``transitions`` leaves are
@@ -192,7 +235,7 @@ def unroll_env(
     """
 
     def transition(module: Any, carry: Any, key: jax.Array) -> tuple[Any, Transition]:
-        return single_transition(env, module, carry, key)
+        return single_transition(env, module, carry, key, start_env_states)
 
     carry = (env_state, network_state)
     carry, transitions, module_state = unroll(

@@ -14,7 +14,7 @@ from flax import nnx
 from nnx_ppo.algorithms.config import PPOConfig
 from nnx_ppo.algorithms.losses import ppo_loss
 from nnx_ppo.algorithms.metrics import compute_metrics, log_weight_stats
-from nnx_ppo.algorithms.rollout import reset_envs, unroll_env
+from nnx_ppo.algorithms.rollout import reset_envs, rollout_start_states, unroll_env
 from nnx_ppo.algorithms.types import LoggingLevel, RLEnv, TrainingState, Transition
 from nnx_ppo.networks.actor_critic import update_statistics
 from nnx_ppo.networks.base import StatefulModule
@@ -204,6 +204,10 @@ def ppo_iteration(
 ) -> tuple[TrainingState, dict[str, jax.Array]]:
     """One PPO iteration: a rollout, ``n_epochs x n_minibatches`` updates, normalizer update.
 
+    An env whose episode ends during the rollout restarts from a fresh reset made for it at
+    the rollout's start (``rollout_start_states``); one that ends twice in a rollout starts
+    both episodes from it.
+
     Pure apart from the modules it is given (traceable; ``train_ppo`` jits it with
     ``config`` static). Minibatches split the env axis, so each keeps whole ``[T]``
     sequences for the recurrent replay.
@@ -215,8 +219,17 @@ def ppo_iteration(
     key_unroll, key_sgd, key_next = jax.random.split(training_state.rng_key, 3)
     networks = training_state.networks
     start_states = training_state.network_states
+    # Made here, once a rollout, and not in its steps: compiling the env's reset inside the
+    # step was most of the training program's compile (bench/RESULTS.md, "Start-up").
+    env_restarts = rollout_start_states(env, training_state.env_states, key_unroll)
     env_states, network_states, rollout = unroll_env(
-        env, training_state.env_states, networks, start_states, p.rollout_length, key_unroll
+        env,
+        training_state.env_states,
+        networks,
+        start_states,
+        p.rollout_length,
+        key_unroll,
+        env_restarts,
     )
 
     def loss(module: StatefulModule, states: Any, batch: Transition) -> tuple[jax.Array, dict]:
