@@ -3,7 +3,7 @@
 ::
 
     python -m bench.startup_split --env CartpoleSwingup            # as trained
-    python -m bench.startup_split --env CartpoleSwingup --no-reset # the step without resets
+    python -m bench.startup_split --env CartpoleSwingup --fresh-resets  # the reset in the step
 
 Times, from before the networks are built (as ``bench.nnx_runner``'s ``t0``): building the
 networks, ``check_compatible``, the initial ``TrainingState`` (compiling and running the
@@ -12,9 +12,10 @@ envs' reset), the host loop's set-up, lowering the training chunk and the evalua
 and one iteration) up to the first metric ``log_fn`` receives. The learning table's settings
 (``bench.settings.learning_table_settings``), 768,000 steps, 3 evaluations.
 
-``--no-reset`` replaces ``rollout.reset_done`` by the identity: not a training anyone should
-run (ended envs are never reset), only a measure of what compiling the reset in the training
-step costs. Results go to ``bench/results/startup-split-<time>.json``.
+``--fresh-resets`` compiles the step as it was before 2026-12-07 (later): each step resets
+the envs that ended (``rollout.reset_done``) instead of restarting them from start states
+reset once a rollout; a measure of what compiling the reset in the step costs. Results go to
+``bench/results/startup-split-<time>.json``.
 """
 
 from __future__ import annotations
@@ -56,20 +57,20 @@ def _after(fn: Callable[..., Any], mark: _Marks, name: str) -> Callable[..., Any
     return wrapped
 
 
-def split(env_name: str, no_reset: bool) -> dict[str, Any]:
+def split(env_name: str, fresh_resets: bool) -> dict[str, Any]:
     """Trains until the first metric, with marks at each phase; returns the phases' seconds."""
     jax.config.update("jax_compilation_cache_dir", tempfile.mkdtemp(prefix="startup-split-"))
     from bench import nnx_runner
     from bench.settings import learning_table_settings
     from nnx_ppo import envs
-    from nnx_ppo.algorithms import host_loop, rollout, training
+    from nnx_ppo.algorithms import host_loop, step, training
 
     settings = {**learning_table_settings(env_name, 0), "total_steps": 768_000, "num_evals": 3}
     cfg = nnx_runner.nnx_settings(settings)
     config = nnx_runner.train_config(cfg, False, None)
     env = envs.load(cfg.env, {"impl": cfg.physics_impl, "episode_length": cfg.episode_length})
-    if no_reset:
-        rollout.reset_done = lambda env, state, done, key: state  # type: ignore[assignment]
+    if fresh_resets:  # no start states: ``unroll_env`` then resets in the step
+        step.rollout_start_states = lambda env, states, key: None  # type: ignore[assignment]
     mark = _Marks()
     networks = nnx_runner.make_networks(cfg, env, "float32", "composed")
     mark("networks")
@@ -100,7 +101,7 @@ def split(env_name: str, no_reset: bool) -> dict[str, Any]:
     return {
         "kind": "startup-split",
         "env": env_name,
-        "no_reset": no_reset,
+        "fresh_resets": fresh_resets,
         "phases_seconds": phases,
         "first_metric_seconds": sum(phases.values()),
     }
@@ -109,9 +110,9 @@ def split(env_name: str, no_reset: bool) -> dict[str, Any]:
 def main(argv: Sequence[str] | None = None) -> None:
     parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     parser.add_argument("--env", default="CartpoleSwingup")
-    parser.add_argument("--no-reset", action="store_true", help="the step without resets")
+    parser.add_argument("--fresh-resets", action="store_true", help="the reset in the step")
     args = parser.parse_args(argv)
-    result = split(args.env, args.no_reset)
+    result = split(args.env, args.fresh_resets)
     for name, seconds in result["phases_seconds"].items():
         print(f"{name:40s} {seconds:6.1f} s")
     print(f"{'first metric':40s} {result['first_metric_seconds']:6.1f} s")

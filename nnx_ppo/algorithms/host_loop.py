@@ -391,10 +391,11 @@ class _HostLoop:
 
     def compile_ahead(self) -> None:
         """Lowers the training chunk and the evaluator here and compiles each in a background
-        thread (``compile_ahead``): the evaluator's trace runs while the chunk compiles, the
-        two compiles at once, and the first evaluation need not wait for a compile of its
-        own. Before the first call, which donates the carry. (Data-parallel training keeps
-        its chunk's plain jit, laid out by its shardings.)"""
+        thread (``compile_ahead``): the evaluator's trace runs while the chunk compiles, its
+        compile after the chunk's (while the first iterations run), and the first evaluation
+        need not wait for a compile of its own. Before the first call, which donates the
+        carry. (Data-parallel training keeps its chunk's plain jit, laid out by its
+        shardings.)"""
         if self.schedule.devices == 1:
             args = (self.carry, self.extra, jnp.asarray(1))
             if isinstance(self.train_chunk, CachedProgram):

@@ -4,6 +4,7 @@ training chunk and its evaluator that way, at once."""
 from __future__ import annotations
 
 import threading
+import time
 from typing import Any, ClassVar
 
 import jax
@@ -112,3 +113,34 @@ def test_cached_programs_are_compiled_ahead_too(monkeypatch, recorded, plain, tm
     assert len(recorded.made) == 2 and all(m.compiled is not None for m in recorded.made)
     assert recorded.compiled_in == ["nnx-ppo-compile-ahead"] * 2
     assert ahead == plain
+
+
+class _SlowLowered:
+    """A lowered program whose compile takes ``seconds`` and records when it ran."""
+
+    def __init__(self, spans: list[tuple[str, float, float]], name: str, seconds: float):
+        self.spans, self.name, self.seconds = spans, name, seconds
+
+    def compile(self) -> Any:
+        start = time.perf_counter()
+        time.sleep(self.seconds)
+        self.spans.append((self.name, start, time.perf_counter()))
+        return lambda *args: self.name
+
+
+class _Lowerable:
+    def __init__(self, lowered: _SlowLowered):
+        self.lowered = lowered
+
+    def lower(self, *args: Any) -> _SlowLowered:
+        return self.lowered
+
+
+def test_background_compiles_run_one_at_a_time_in_the_order_lowered():
+    spans: list[tuple[str, float, float]] = []
+    chunk = CompiledAhead(_Lowerable(_SlowLowered(spans, "chunk", 0.3)))
+    evaluator = CompiledAhead(_Lowerable(_SlowLowered(spans, "evaluator", 0.1)))
+    assert evaluator() == "evaluator" and chunk() == "chunk"
+    (first, _, first_end), (second, second_start, _) = spans
+    assert (first, second) == ("chunk", "evaluator")
+    assert second_start >= first_end
