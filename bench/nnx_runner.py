@@ -57,6 +57,7 @@ from __future__ import annotations
 import dataclasses
 import json
 import statistics
+import threading
 import time
 from collections.abc import Mapping, Sequence
 from types import MappingProxyType
@@ -76,6 +77,7 @@ from bench.runs import (
 from nnx_ppo import envs
 from nnx_ppo.algorithms import config as C
 from nnx_ppo.algorithms import ppo
+from nnx_ppo.algorithms.compile_ahead import THREAD_NAME
 from nnx_ppo.networks import factories, legacy
 from nnx_ppo.networks.normalizer import flat_size
 
@@ -103,6 +105,9 @@ class _Call:
     """``time.perf_counter()`` when ``log_fn`` saw the call's last iteration (after its eval)."""
     eval_reward: float | None
     """The evaluation after the call, if one ran."""
+    beside_compile: bool = False
+    """A background compile (the evaluator's, after the chunk's) ran at the call's start or
+    end: the call shared the CPU with it, so its time is not the steady rate's."""
 
 
 @dataclasses.dataclass
@@ -114,6 +119,8 @@ class _HostLog:
     calls: list[_Call] = dataclasses.field(default_factory=list)
     losses: list[dict[str, float]] = dataclasses.field(default_factory=list)
     """The ``losses/*`` metrics of the first ``LOSS_TRACE_ITERATIONS`` iterations."""
+    compiling: bool = False
+    """Whether a background compile ran when ``log_fn`` last saw a call end."""
 
     def on_metrics(self, metrics: Mapping[str, float], step: int) -> None:
         if len(self.losses) < LOSS_TRACE_ITERATIONS:
@@ -122,6 +129,8 @@ class _HostLog:
             return
         previous = self.calls[-1].end_step if self.calls else 0
         env_steps = step - previous
+        compiling = any(t.name == THREAD_NAME and t.is_alive() for t in threading.enumerate())
+        beside_compile, self.compiling = compiling or self.compiling, compiling
         self.calls.append(
             _Call(
                 end_step=step,
@@ -129,6 +138,7 @@ class _HostLog:
                 seconds=env_steps / metrics[SPS_KEY],
                 logged_at=time.perf_counter(),
                 eval_reward=float(metrics[EVAL_KEY]) if EVAL_KEY in metrics else None,
+                beside_compile=beside_compile,
             )
         )
 
@@ -156,12 +166,14 @@ class _HostLog:
 
 
 def summarize_timing(
-    env_steps: Sequence[int], seconds: Sequence[float]
+    env_steps: Sequence[int], seconds: Sequence[float], steady: Sequence[bool] | None = None
 ) -> dict[str, float | list[float]]:
     """Steady-state throughput and the training call's compile time.
 
     The first jitted call traces and compiles the training chunk (one compilation serves
-    every later call, whatever its iteration count); later calls only execute. So:
+    every later call, whatever its iteration count); later calls only execute, some beside
+    the evaluator's background compile (``steady`` False: left out where any call is left).
+    So, over the steady calls after the first:
 
     * ``env_steps_per_second = sum(env_steps[1:]) / sum(seconds[1:])``
     * ``train_compile_seconds = seconds[0] - env_steps[0] / env_steps_per_second``: the first
@@ -183,7 +195,9 @@ def summarize_timing(
             f"need >= 2 jitted calls with matching times, got env_steps={list(env_steps)} "
             f"seconds={list(seconds)}"
         )
-    sps = sum(env_steps[1:]) / sum(seconds[1:])
+    kept = [i for i in range(1, len(env_steps)) if steady is None or steady[i]]
+    kept = kept or list(range(1, len(env_steps)))
+    sps = sum(env_steps[i] for i in kept) / sum(seconds[i] for i in kept)
     return {
         "env_steps_per_second": sps,
         "train_compile_seconds": seconds[0] - env_steps[0] / sps,
@@ -370,7 +384,9 @@ def run_nnx_ppo(settings: Mapping[str, Any]) -> dict[str, Any]:
         * ``library``: ``"nnx_ppo"``; ``settings``: as ``run_brax_ppo``; ``train_config``: the
           ``TrainConfig`` they became.
         * ``env_steps_per_second``: steady-state training throughput, compile and eval
-          excluded: env steps / wall time summed over every jitted call after the first.
+          excluded: env steps / wall time summed over every jitted call after the first,
+          less those a background compile ran beside (``calls_beside_compile``: the
+          evaluator compiles after the chunk, while the first calls run).
         * ``train_compile_seconds``: the first call's time minus its env steps at the steady
           rate (compiling the training chunk; Brax's key of the same name is its epoch's).
         * ``compile_seconds``: start-up overhead, defined as for Brax
@@ -419,7 +435,11 @@ def _result(
 ) -> dict[str, Any]:
     """Assembles ``run_nnx_ppo``'s result dict from the host log."""
     calls = log.calls
-    timing = summarize_timing([c.env_steps for c in calls], [c.seconds for c in calls])
+    timing = summarize_timing(
+        [c.env_steps for c in calls],
+        [c.seconds for c in calls],
+        [not c.beside_compile for c in calls],
+    )
     gaps = log.host_gaps()
     evaluated = [i for i, c in enumerate(calls) if c.eval_reward is not None]
     if len(evaluated) < 2:
@@ -441,6 +461,7 @@ def _result(
         "total_steps": int(total_steps),
         "steps_per_update": cfg.steps_per_update,
         "call_sps": timing["call_sps"],
+        "calls_beside_compile": [i for i, c in enumerate(calls) if c.beside_compile],
         "peak_rss_mb": peak_rss_mb(),
         "curve": curve,
         "final_eval_reward": curve[-1]["eval_reward"],

@@ -21,6 +21,8 @@ from typing import Any
 
 # Held by the background compile running; the next waits for it.
 _ONE_COMPILE_AT_A_TIME = threading.Lock()
+THREAD_NAME = "nnx-ppo-compile-ahead"
+"""The name of every background compile's thread (``bench.nnx_runner`` looks for it)."""
 
 
 class CompiledAhead:
@@ -37,9 +39,7 @@ class CompiledAhead:
         self.jitted = jitted
         self.compiled: Callable[..., Any] | None = None
         lowered = jitted.lower(*args)  # here: the trace sees the caller's settings
-        self.thread = threading.Thread(
-            target=self._compile, args=(lowered,), name="nnx-ppo-compile-ahead"
-        )
+        self.thread = threading.Thread(target=self._compile, args=(lowered,), name=THREAD_NAME)
         self.thread.start()
 
     def _compile(self, lowered: Any) -> None:
