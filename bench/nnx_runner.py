@@ -41,6 +41,10 @@ libraries do the same work per update:
   (the hidden sizes are then ignored; ``bench.network_parts``); ``"lstm"`` and
   ``"lstm_fixed"`` the same two builds of ``make_lstm_actor_critic`` (an LSTM of 64 before
   each side's hidden layers).
+* ``minibatches`` (nnx-ppo only; ``"envs"`` when absent): ``"segments"`` cuts the rollout
+  into ``rollout_length``-step segments and shuffles those into the minibatches, as Brax
+  does (``PPOConfig.minibatch_segment_length``; GAE then restarts at each segment, as
+  Brax's); ``"envs"`` keeps whole envs, as described under ``batch_size``.
 * ``reward_scaling`` -> ``PPOConfig.reward_scaling`` (both libraries multiply rewards inside
   the loss only). ``num_resets_per_eval`` must be 0 (we never reset
   all envs): other values are rejected rather than silently ignored, so "equal settings"
@@ -81,7 +85,7 @@ from nnx_ppo.algorithms.compile_ahead import THREAD_NAME
 from nnx_ppo.networks import factories, legacy
 from nnx_ppo.networks.normalizer import flat_size
 
-NNX_ONLY_KEYS = ("anneal_learning_rate", "devices", "precision", "network")
+NNX_ONLY_KEYS = ("anneal_learning_rate", "devices", "precision", "network", "minibatches")
 """Settings only nnx-ppo understands (Brax's runner rejects them)."""
 SPS_KEY = "throughput/env_steps_per_second"
 """The metric ``train_ppo`` adds to the last iteration of each jitted call."""
@@ -228,14 +232,21 @@ def nnx_settings(settings: Mapping[str, Any]) -> BraxPPOSettings:
 
 
 def train_config(
-    cfg: BraxPPOSettings, anneal_learning_rate: bool = False, devices: int | None = None
+    cfg: BraxPPOSettings,
+    anneal_learning_rate: bool = False,
+    devices: int | None = None,
+    minibatches: str = "envs",
 ) -> C.TrainConfig:
     """The ``TrainConfig`` equal to ``cfg`` (see the module docstring for the mapping).
 
     ``anneal_learning_rate`` (an nnx-ppo-only setting) decays the learning rate linearly to
     zero at ``total_steps``; ``devices`` (nnx-ppo only) trains data-parallel on that many
-    local devices.
+    local devices; ``minibatches`` (nnx-ppo only) ``"segments"`` shuffles
+    ``rollout_length``-step segments into the minibatches, as Brax does
+    (``PPOConfig.minibatch_segment_length``), ``"envs"`` keeps whole envs.
     """
+    if minibatches not in ("envs", "segments"):
+        raise ValueError(f"minibatches must be 'envs' or 'segments', got {minibatches!r}")
     rollouts_per_update = cfg.resolved_batch_size * cfg.n_minibatches // cfg.n_envs
     ppo = C.PPOConfig(
         n_envs=cfg.n_envs,
@@ -252,6 +263,7 @@ def train_config(
         reward_scaling=cfg.reward_scaling,
         logging_level=C.LoggingLevel.LOSSES | C.LoggingLevel.THROUGHPUT,
         anneal_learning_rate=anneal_learning_rate,
+        minibatch_segment_length=cfg.rollout_length if minibatches == "segments" else None,
     )
     evaluation = C.EvalConfig(
         every_steps=cfg.total_steps // (cfg.num_evals - 1),
@@ -413,7 +425,10 @@ def run_nnx_ppo(settings: Mapping[str, Any]) -> dict[str, Any]:
     """
     cfg = nnx_settings(settings)
     config = train_config(
-        cfg, bool(settings.get("anneal_learning_rate", False)), settings.get("devices")
+        cfg,
+        bool(settings.get("anneal_learning_rate", False)),
+        settings.get("devices"),
+        settings.get("minibatches", "envs"),
     )
     cache_dir = enable_compilation_cache()
     cache_files_before = count_files(cache_dir)

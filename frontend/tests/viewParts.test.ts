@@ -188,6 +188,9 @@ describe("the new-run form's spec", () => {
     expect(fieldValue(lr, undefined)).toBe(3e-4);
     expect(fieldValue(lr, null)).toBe(3e-4); // null is no value of a float field
     expect(fieldValue(clip, null)).toBeNull(); // but is one of an optional float
+    const segment: FieldDef = { name: "segment", kind: "optionalInt", default: null, help: "" };
+    expect(fieldValue(segment, null)).toBeNull(); // and of an optional integer
+    expect(fieldValue(segment, 30)).toBe(30);
     expect(fieldValue(lr, 0.5)).toBe(0.5);
   });
 });

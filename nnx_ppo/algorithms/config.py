@@ -116,9 +116,22 @@ class PPOConfig:
     reward_scaling: float = 1.0
     """Factor applied to every reward stream before GAE and the value loss (Brax's
     ``reward_scaling``; an addition to the seed API). Evaluation reports unscaled rewards."""
+    minibatch_segment_length: int | None = None
+    """None: each minibatch holds whole envs' ``rollout_length``-step sequences (what a
+    recurrent network needs). A length ``S`` dividing ``rollout_length``: the rollout is cut
+    into ``S``-step segments, and the minibatches shuffle the ``n_envs * rollout_length / S``
+    segments, as Brax shuffles its ``unroll_length`` segments; GAE then restarts at each
+    segment, bootstrapping from the value of its last next observation. Stateless networks
+    only (an addition to the seed API)."""
 
     def __post_init__(self) -> None:
         _validate_optimization("ppo", self)
+        segment = self.minibatch_segment_length
+        if segment is not None:
+            _positive_int("ppo", "minibatch_segment_length", segment)
+            divides = self.rollout_length % segment == 0
+            requirement = f"a divisor of ppo.rollout_length ({self.rollout_length})"
+            _require(divides, "ppo.minibatch_segment_length", segment, requirement)
         lam, gamma, clip = self.gae_lambda, self.discounting_factor, self.clip_range
         _require(_is_number(lam) and 0 <= lam <= 1, "ppo.gae_lambda", lam, "in [0, 1]")
         _require(_is_number(gamma) and 0 < gamma <= 1, "ppo.discounting_factor", gamma, "in (0, 1]")

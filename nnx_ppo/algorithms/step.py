@@ -107,6 +107,34 @@ def env_minibatches(data: Any, key: jax.Array, n_envs: int, n_minibatches: int, 
     return jax.tree.map(split, data)
 
 
+def rollout_segments(rollout: Any, length: int, n_envs: int) -> Any:
+    """Cuts ``[T, B, ...]`` rollout leaves into ``length``-step segments, each taken as an env
+    of its own: ``[length, T / length * B, ...]``, segment ``k`` of env ``b`` at column
+    ``k * B + b``. ``[T]`` leaves are first repeated for every env."""
+
+    def cut(x: jax.Array) -> jax.Array:
+        if x.ndim == 0:
+            return x
+        if x.ndim == 1:
+            x = jnp.broadcast_to(x[:, None], (x.shape[0], n_envs))
+        n_steps = x.shape[0]
+        x = x.reshape(n_steps // length, length, *x.shape[1:])
+        x = jnp.moveaxis(x, 0, 1)
+        return x.reshape(length, -1, *x.shape[3:])
+
+    return jax.tree.map(cut, rollout)
+
+
+def check_segments(network_states: Any, config: PPOConfig) -> None:
+    """Raises ``ValueError`` when ``config`` cuts the rollout into segments for a network
+    that carries state: its replay needs whole sequences from the rollout's start."""
+    if config.minibatch_segment_length is not None and jax.tree.leaves(network_states):
+        raise ValueError(
+            "ppo.minibatch_segment_length needs a stateless network: this one carries state "
+            "between steps, so its minibatches must hold whole envs (set it to None)"
+        )
+
+
 def advance(steps_taken: jax.Array, n_steps: int) -> jax.Array:
     """The step counter after ``n_steps`` more env steps, in the counter's own dtype."""
     return steps_taken + jnp.asarray(n_steps).astype(steps_taken.dtype)
@@ -210,7 +238,8 @@ def ppo_iteration(
 
     Pure apart from the modules it is given (traceable; ``train_ppo`` jits it with
     ``config`` static). Minibatches split the env axis, so each keeps whole ``[T]``
-    sequences for the recurrent replay.
+    sequences for the recurrent replay, unless ``minibatch_segment_length`` cuts the rollout
+    into shorter segments first (stateless networks).
 
     Returns:
         The next ``TrainingState`` and this step's scalar metrics.
@@ -247,12 +276,17 @@ def ppo_iteration(
             reward_scaling=p.reward_scaling,
         )
 
-    sizes = (p.n_envs, p.n_epochs, p.n_minibatches)
+    check_segments(start_states, p)
+    batch, n_sequences = rollout, p.n_envs
+    if p.minibatch_segment_length is not None:
+        batch = rollout_segments(rollout, p.minibatch_segment_length, p.n_envs)
+        n_sequences = p.n_envs * (p.rollout_length // p.minibatch_segment_length)
+    sizes = (n_sequences, p.n_epochs, p.n_minibatches)
     loss_metrics = optimize(
         networks,
         training_state.optimizer,
         start_states,
-        rollout,
+        batch,
         key_sgd,
         sizes,
         loss,

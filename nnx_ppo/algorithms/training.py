@@ -29,7 +29,7 @@ from nnx_ppo.algorithms.host_loop import (
 from nnx_ppo.algorithms.matmul_precision import explicit_matmul_precision
 from nnx_ppo.algorithms.program_cache import ProgramCache
 from nnx_ppo.algorithms.sharding import check_devices
-from nnx_ppo.algorithms.step import new_training_state, ppo_iteration
+from nnx_ppo.algorithms.step import check_segments, new_training_state, ppo_iteration
 from nnx_ppo.algorithms.streams import check_streams
 from nnx_ppo.algorithms.types import RLEnv, TrainingState
 from nnx_ppo.algorithms.video import check_renderable
@@ -169,6 +169,7 @@ def train_ppo(
         check_compatible(env, networks)
         initial_state = training_state_for(train_env, networks, config)
     check_n_envs(initial_state.env_states, p.n_envs, "config.ppo.n_envs")
+    check_segments(initial_state.network_states, p)
 
     def step(state: TrainingState, _: Any) -> tuple[TrainingState, dict[str, jax.Array]]:
         return ppo_iteration(train_env, state, p)

@@ -43,7 +43,9 @@ library has no action repeat), ``num_resets_per_eval`` (the trainer resets each 
 env itself), and these Brax behaviours: GAE runs over the whole rollout instead of per
 ``unroll_length`` segment, minibatches group whole envs instead of shuffled segments, and
 evaluation is deterministic (Brax's default ``deterministic_eval=False`` samples). Any field
-this table does not know is listed too.
+this table does not know is listed too. For a stateless network, setting
+``ppo.minibatch_segment_length`` to ``unroll_length`` restores Brax's shuffled segments and
+its GAE per segment (not the default: on FingerSpin it learned the same, ``bench/RESULTS.md``).
 
 The CPU variant (``cpu=True``) divides ``num_envs`` and ``num_minibatches`` by the same
 factor (to about ``CPU_N_ENVS`` envs): the samples per minibatch, the epochs, and so the
@@ -106,7 +108,8 @@ _KNOWN_NETWORK = {
 _ALWAYS_UNMAPPED = (
     "GAE: over the whole rollout, where Brax restarts it at each unroll_length segment",
     "minibatches: whole envs (sequences kept for recurrent networks), where Brax shuffles "
-    "unroll_length segments",
+    "unroll_length segments (ppo.minibatch_segment_length = unroll_length does both, for "
+    "stateless networks)",
     "evaluation: deterministic (tanh of the mean), where Brax's default samples",
 )
 

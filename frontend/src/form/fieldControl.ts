@@ -112,7 +112,7 @@ export function createFieldControl(def: FieldDef, sectionPath: readonly string[]
       break;
     }
     default: {
-      const numeric = def.kind === "int" || def.kind === "sizes";
+      const numeric = def.kind === "int" || def.kind === "optionalInt" || def.kind === "sizes";
       input = h("input", {
         type: "text",
         id,
@@ -142,6 +142,11 @@ export function createFieldControl(def: FieldDef, sectionPath: readonly string[]
         return text !== "" && Number.isFinite(Number(text))
           ? { ok: true, value: Number(text) }
           : { ok: false, message: "must be a number" };
+      case "optionalInt":
+        if (text === "") return { ok: true, value: null };
+        return /^-?\d+$/.test(text)
+          ? { ok: true, value: Number(text) }
+          : { ok: false, message: "must be an integer, or empty for none" };
       case "optionalFloat":
         if (text === "") return { ok: true, value: null };
         return Number.isFinite(Number(text))

@@ -10,6 +10,8 @@ export type FieldKind =
   | "int"
   | "float"
   | "optionalFloat"
+  /** An integer, or none (`null`) when left empty. */
+  | "optionalInt"
   | "bool"
   /** A list of positive integers, typed as `64, 64`. */
   | "sizes"
@@ -200,6 +202,15 @@ export const PPO_SECTION: Section = {
       kind: "float",
       default: 1.0,
       help: "Rewards are multiplied by this before GAE (Brax's reward_scaling).",
+    },
+    {
+      name: "minibatch_segment_length",
+      kind: "optionalInt",
+      default: null,
+      help:
+        "Empty: minibatches hold whole envs. A divisor of rollout_length: minibatches shuffle " +
+        "segments of this many steps and GAE restarts at each, as Brax's unroll_length " +
+        "(stateless networks only).",
     },
   ],
 };

@@ -152,6 +152,7 @@ export function textFields(spec: Partial<RunSpec>): RunTextFields {
 /** What a field shows for the spec's `value` at its path: the default when the spec leaves
  * it out, or sets null where null is not a value of the field. */
 export function fieldValue(def: FieldDef, value: unknown): unknown {
-  const optional = def.kind === "optionalFloat" || def.kind === "optionalNumberList";
+  const optional =
+    def.kind === "optionalFloat" || def.kind === "optionalInt" || def.kind === "optionalNumberList";
   return value === undefined || (value === null && !optional) ? def.default : value;
 }
