@@ -125,8 +125,9 @@ def product_rates(shapes: Sequence[Shape], repeats: int) -> dict[Shape, float]:
     return rates
 
 
-def iteration_seconds(settings: Mapping[str, Any], calls: int) -> tuple[float, nnx.Module]:
-    """Seconds per PPO iteration of ``settings`` in the chunk driver, and the network."""
+def chunk_program(settings: Mapping[str, Any]) -> tuple[Callable[..., Any], Any, nnx.Module]:
+    """``settings``' PPO iteration in the library's chunk driver (``CHUNK`` iterations a
+    call): ``(run, carry, networks)``, ``run(carry, None, n_active)`` jitted."""
     cfg = nnx_settings(settings)
     config = train_config(cfg)
     env = envs.load(cfg.env, {"impl": cfg.physics_impl, "episode_length": cfg.episode_length})
@@ -134,7 +135,12 @@ def iteration_seconds(settings: Mapping[str, Any], calls: int) -> tuple[float, n
     state = training_state_for(env, networks, config)
     graphdef, carry = split_state(state)
     step = traced_step(graphdef, lambda s, _extra: ppo_iteration(env, s, config.ppo))
-    run = scan_iterations(step, CHUNK)
+    return scan_iterations(step, CHUNK), carry, networks
+
+
+def iteration_seconds(settings: Mapping[str, Any], calls: int) -> tuple[float, nnx.Module]:
+    """Seconds per PPO iteration of ``settings`` in the chunk driver, and the network."""
+    run, carry, networks = chunk_program(settings)
     n_active = jnp.asarray(CHUNK, jnp.int32)
     carry, metrics = run(carry, None, n_active)  # compile and warm up
     jax.block_until_ready((carry, metrics))
