@@ -133,6 +133,52 @@ def summarize_timing(
     }
 
 
+def brax_train_kwargs(settings: Mapping[str, Any]) -> dict[str, Any]:
+    """The keyword arguments of Brax's ``ppo.train`` for ``settings`` (a
+    ``BraxPPOSettings`` mapping), its callbacks aside; loads the env and installs the JAX
+    shims Brax needs (``install_jax_shims``)."""
+    cfg = BraxPPOSettings.from_mapping(settings)
+    install_jax_shims()
+
+    # Imported here so that the shims and the cache are in place whatever imported us first.
+    from brax.training.agents.ppo import networks as ppo_networks
+    from mujoco_playground import registry, wrapper
+
+    env = registry.load(cfg.env, config_overrides={"impl": cfg.physics_impl})
+    network_factory = functools.partial(
+        ppo_networks.make_ppo_networks,
+        policy_hidden_layer_sizes=cfg.policy_hidden,
+        value_hidden_layer_sizes=cfg.value_hidden,
+    )
+    return {
+        "environment": env,
+        "num_timesteps": cfg.total_steps,
+        "wrap_env_fn": wrapper.wrap_for_brax_training,
+        "num_envs": cfg.n_envs,
+        "episode_length": cfg.episode_length,
+        "action_repeat": 1,
+        "learning_rate": cfg.learning_rate,
+        "entropy_cost": cfg.entropy_cost,
+        "discounting": cfg.discounting,
+        "unroll_length": cfg.rollout_length,
+        "batch_size": cfg.resolved_batch_size,
+        "num_minibatches": cfg.n_minibatches,
+        "num_updates_per_batch": cfg.n_epochs,
+        "num_resets_per_eval": cfg.num_resets_per_eval,
+        "normalize_observations": cfg.normalize_observations,
+        "reward_scaling": cfg.reward_scaling,
+        "clipping_epsilon": cfg.clipping_epsilon,
+        "gae_lambda": cfg.gae_lambda,
+        "max_grad_norm": cfg.max_grad_norm,
+        "vf_loss_coefficient": cfg.vf_loss_coefficient,
+        "network_factory": network_factory,
+        "seed": cfg.seed,
+        "num_evals": cfg.num_evals,
+        "num_eval_envs": cfg.num_eval_envs,
+        "deterministic_eval": True,
+    }
+
+
 def run_brax_ppo(settings: Mapping[str, Any]) -> dict[str, Any]:
     """Trains Brax PPO on a Playground env and reports throughput, compile time and learning.
 
@@ -183,49 +229,11 @@ def run_brax_ppo(settings: Mapping[str, Any]) -> dict[str, Any]:
     cfg = BraxPPOSettings.from_mapping(settings)
     cache_dir = enable_compilation_cache()
     cache_files_before = count_files(cache_dir)
-    install_jax_shims()
-
-    # Imported here so that the shims and the cache are in place whatever imported us first.
-    from brax.training.agents.ppo import networks as ppo_networks
+    kwargs = brax_train_kwargs(settings)
     from brax.training.agents.ppo import train as ppo
-    from mujoco_playground import registry, wrapper
 
-    env = registry.load(cfg.env, config_overrides={"impl": cfg.physics_impl})
-    network_factory = functools.partial(
-        ppo_networks.make_ppo_networks,
-        policy_hidden_layer_sizes=cfg.policy_hidden,
-        value_hidden_layer_sizes=cfg.value_hidden,
-    )
     log = _HostLog(t0=time.perf_counter())
-    ppo.train(
-        environment=env,
-        num_timesteps=cfg.total_steps,
-        wrap_env_fn=wrapper.wrap_for_brax_training,
-        num_envs=cfg.n_envs,
-        episode_length=cfg.episode_length,
-        action_repeat=1,
-        learning_rate=cfg.learning_rate,
-        entropy_cost=cfg.entropy_cost,
-        discounting=cfg.discounting,
-        unroll_length=cfg.rollout_length,
-        batch_size=cfg.resolved_batch_size,
-        num_minibatches=cfg.n_minibatches,
-        num_updates_per_batch=cfg.n_epochs,
-        num_resets_per_eval=cfg.num_resets_per_eval,
-        normalize_observations=cfg.normalize_observations,
-        reward_scaling=cfg.reward_scaling,
-        clipping_epsilon=cfg.clipping_epsilon,
-        gae_lambda=cfg.gae_lambda,
-        max_grad_norm=cfg.max_grad_norm,
-        vf_loss_coefficient=cfg.vf_loss_coefficient,
-        network_factory=network_factory,
-        seed=cfg.seed,
-        num_evals=cfg.num_evals,
-        num_eval_envs=cfg.num_eval_envs,
-        deterministic_eval=True,
-        progress_fn=log.on_progress,
-        policy_params_fn=log.on_policy_params,
-    )
+    ppo.train(**kwargs, progress_fn=log.on_progress, policy_params_fn=log.on_policy_params)
     total_seconds = time.perf_counter() - log.t0
     return _result(cfg, log, total_seconds, count_files(cache_dir) - cache_files_before)
 

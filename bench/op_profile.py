@@ -45,7 +45,10 @@ import argparse
 import dataclasses
 import gzip
 import json
+import os
 import re
+import subprocess
+import sys
 import tempfile
 import time
 from collections import Counter, defaultdict
@@ -66,8 +69,17 @@ CONTROL_OPCODES = frozenset({"while", "conditional", "call"})
 ENV_SOURCES = ("/mujoco/", "/mujoco_playground/")
 SOURCE_CATEGORIES: tuple[tuple[str, tuple[str, ...]], ...] = (
     ("optimizer", ("/optax/",)),
-    ("losses and GAE", ("nnx_ppo/algorithms/losses.py", "gae")),
-    ("network, not products", ("nnx_ppo/networks/", "/flax/")),
+    ("losses and GAE", ("nnx_ppo/algorithms/losses.py", "gae", "/agents/ppo/losses.py")),
+    (
+        "network, not products",
+        (
+            "nnx_ppo/networks/",
+            "/flax/",
+            "/brax/training/networks.py",
+            "/brax/training/distribution.py",
+            "/running_statistics.py",
+        ),
+    ),
     (
         "rollout and minibatches",
         (
@@ -75,6 +87,8 @@ SOURCE_CATEGORIES: tuple[tuple[str, tuple[str, ...]], ...] = (
             "nnx_ppo/algorithms/step.py",
             "nnx_ppo/algorithms/carry.py",
             "nnx_ppo/algorithms/host_loop.py",
+            "/brax/training/acting.py",
+            "/brax/training/agents/ppo/train.py",
         ),
     ),
 )
@@ -300,30 +314,99 @@ def profile(settings: Mapping[str, Any], calls: int, profiled: int) -> dict[str,
     n_active = jnp.asarray(CHUNK, jnp.int32)
     compiled = run.lower(carry, None, n_active).compile()  # type: ignore[attr-defined]
     text = compiled.as_text()
-    module_name = re.search(r"^HloModule ([\w.\-]+)", text, re.MULTILINE)
-    assert module_name is not None, "the compiled module's text names no HloModule"
-    instructions, computations = parse_module(text)
     carry, metrics = compiled(carry, None, n_active)  # warm up
     jax.block_until_ready((carry, metrics))
     start = time.perf_counter()
     for _ in range(calls):  # the same calls without the profiler, for the wall time
         carry, metrics = compiled(carry, None, n_active)
         jax.block_until_ready((carry, metrics))
-    plain = time.perf_counter() - start
+    plain_ms = (time.perf_counter() - start) * 1e3 / (calls * CHUNK)
     # The profiler keeps a bounded number of events: profile one call of a few iterations.
     with tempfile.TemporaryDirectory() as trace_dir:
         start = time.perf_counter()
         with jax.profiler.trace(trace_dir, create_perfetto_trace=True):
             carry, metrics = compiled(carry, None, jnp.asarray(profiled, jnp.int32))
             jax.block_until_ready((carry, metrics))
-        wall = time.perf_counter() - start
-        events = thunk_events(Path(trace_dir), module_name[1])
+        profiled_ms = (time.perf_counter() - start) * 1e3 / profiled
+        events = thunk_events(Path(trace_dir), _module_name(text))
+    result = account(events, text, profiled)
+    result.update(
+        library="nnx_ppo",
+        settings=dict(settings),
+        timed_calls=calls,
+        wall_ms_per_iteration=plain_ms,
+        profiled_wall_ms_per_iteration=profiled_ms,
+    )
+    return result
+
+
+def profile_brax(settings: Mapping[str, Any], updates: int, dump_dir: Path) -> dict[str, Any]:
+    """Brax's PPO at ``settings`` with epochs of ``updates`` updates: the third epoch
+    profiled, its training program's text from XLA's dump in ``dump_dir`` (this process must
+    have started with ``--xla_dump_to=dump_dir --xla_dump_hlo_as_text`` in ``XLA_FLAGS``)."""
+    from bench.brax_runner import brax_train_kwargs
+
+    cfg_total = updates * 3 * _steps_per_update(settings)
+    kwargs = brax_train_kwargs({**settings, "total_steps": cfg_total, "num_evals": 4})
+    from brax.training.agents.ppo import train as ppo
+
+    trace_dir = tempfile.mkdtemp()
+    marks: list[float] = []
+
+    def on_progress(step: int, _metrics: Mapping[str, Any]) -> None:
+        marks.append(time.perf_counter())
+        if len(marks) == 3:  # after the second epoch: profile the third
+            jax.profiler.start_trace(trace_dir, create_perfetto_trace=True)
+        elif len(marks) == 4:
+            jax.profiler.stop_trace()
+
+    ppo.train(**kwargs, progress_fn=on_progress)
+    # On JAX 0.10 Brax's pmapped training epoch compiles as ``jit(_fun)``; its program is
+    # the largest of that name.
+    dumps = [
+        p for p in dump_dir.glob("*.cpu_after_optimizations.txt") if _BRAX_EPOCH.search(p.name)
+    ]
+    if not dumps:
+        raise RuntimeError(f"no training epoch module in XLA's dump at {dump_dir}")
+    text = max(dumps, key=lambda p: p.stat().st_size).read_text()
+    events = thunk_events(Path(trace_dir), _module_name(text))
+    result = account(events, text, updates)
+    epoch_ms = (marks[3] - marks[2]) * 1e3 / updates  # traced, evaluation included
+    result.update(
+        library="brax",
+        settings={**settings, "total_steps": cfg_total, "num_evals": 4},
+        profiled_wall_ms_per_iteration=epoch_ms,
+    )
+    return result
+
+
+_BRAX_EPOCH = re.compile(r"\.(jit__fun|\w*training_epoch)\.cpu_after_optimizations\.txt$")
+BRAX_DUMP_FILTER = ".*(_fun|training_epoch).*"
+
+
+def _steps_per_update(settings: Mapping[str, Any]) -> int:
+    return (
+        int(settings["batch_size"])
+        * int(settings["n_minibatches"])
+        * int(settings["rollout_length"])
+    )
+
+
+def _module_name(text: str) -> str:
+    match = re.search(r"^HloModule ([\w.\-]+)", text, re.MULTILINE)
+    if match is None:
+        raise RuntimeError("the compiled module's text names no HloModule")
+    return match[1]
+
+
+def account(events: Sequence[Mapping[str, Any]], text: str, iterations: int) -> dict[str, Any]:
+    """Per category and per instruction, the exclusive time of ``events`` (one program's
+    thunks over ``iterations`` iterations), by the instructions of its HLO ``text``."""
     if not events:
         raise RuntimeError("the trace holds no thunk events of the training program")
+    instructions, computations = parse_module(text)
     times = exclusive_times(events)
     executions = Counter(e["args"]["hlo_op"] for e in events)
-    iterations = profiled
-    plain_ms = plain * 1e3 / (calls * CHUNK)
     per_category: dict[str, float] = dict.fromkeys(CATEGORIES, 0.0)
     runs_per_category: Counter[str] = Counter()
     rows = []
@@ -344,13 +427,9 @@ def profile(settings: Mapping[str, Any], calls: int, profiled: int) -> dict[str,
             }
         )
     busy = sum(per_category.values())
-    rows.sort(key=lambda r: -float(r["ms_per_iteration"]))
+    rows.sort(key=lambda r: -float(r["ms_per_iteration"]))  # type: ignore[arg-type]
     return {
-        "settings": dict(settings),
-        "timed_calls": calls,
         "profiled_iterations": iterations,
-        "wall_ms_per_iteration": plain_ms,
-        "profiled_wall_ms_per_iteration": wall * 1e3 / iterations,
         "thunk_ms_per_iteration": busy / 1e3 / iterations,
         "thunk_runs_per_iteration": len(events) / iterations,
         "categories": {
@@ -367,9 +446,10 @@ def profile(settings: Mapping[str, Any], calls: int, profiled: int) -> dict[str,
 
 def report(result: Mapping[str, Any]) -> str:
     """A Markdown table of the categories, then the costliest instructions."""
+    plain = result.get("wall_ms_per_iteration")
     lines = [
-        f"{result['wall_ms_per_iteration']:.2f} ms per iteration without the profiler "
-        f"({result['profiled_wall_ms_per_iteration']:.2f} with it); the thunks' exclusive "
+        (f"{plain:.2f} ms per iteration without the profiler " if plain else "")
+        + f"({result['profiled_wall_ms_per_iteration']:.2f} with it); the thunks' exclusive "
         f"times sum to {result['thunk_ms_per_iteration']:.2f} ms "
         f"({result['thunk_runs_per_iteration']:.0f} thunks run per iteration)",
         "",
@@ -392,8 +472,13 @@ def report(result: Mapping[str, Any]) -> str:
     return "\n".join(lines)
 
 
+DUMP_DIR_ENV = "NNX_PPO_OP_PROFILE_DUMP"
+"""Where the child process of ``--library brax`` has XLA dump its programs' text."""
+
+
 def main(argv: Sequence[str] | None = None) -> dict[str, Any]:
     parser = argparse.ArgumentParser(prog="python -m bench.op_profile")
+    parser.add_argument("--library", default="nnx_ppo", choices=("nnx_ppo", "brax"))
     parser.add_argument("--preset", default="speed", choices=sorted(PRESETS))
     parser.add_argument(
         "--learning-table",
@@ -403,16 +488,29 @@ def main(argv: Sequence[str] | None = None) -> dict[str, Any]:
     )
     parser.add_argument("--calls", type=int, default=3, help="timed calls of 32 iterations")
     parser.add_argument(
-        "--profiled-iterations", type=int, default=4, help="iterations of the profiled call"
+        "--profiled-iterations", type=int, default=4, help="iterations (updates) profiled"
     )
     args = parser.parse_args(argv)
-    enable_compilation_cache()
     settings: Mapping[str, Any] = PRESETS[args.preset]
     if args.learning_table:
         settings = learning_table_settings(args.learning_table, 0)
-    result = profile(settings, args.calls, args.profiled_iterations)
+    if args.library == "brax":
+        dump_dir = os.environ.get(DUMP_DIR_ENV)
+        if dump_dir is None:  # XLA reads its flags once: run again with the dump turned on
+            with tempfile.TemporaryDirectory() as fresh:
+                flags = f"{os.environ.get('XLA_FLAGS', '')} --xla_dump_to={fresh} "
+                flags += f"--xla_dump_hlo_as_text --xla_dump_hlo_module_re={BRAX_DUMP_FILTER}"
+                env = {**os.environ, "XLA_FLAGS": flags, DUMP_DIR_ENV: fresh}
+                command = [sys.executable, "-m", "bench.op_profile", *sys.argv[1:]]
+                subprocess.run(command, env=env, check=True)
+            return {}
+        # No compilation cache: a program loaded from it is not compiled, so not dumped.
+        result = profile_brax(settings, args.profiled_iterations, Path(dump_dir))
+    else:
+        enable_compilation_cache()
+        result = profile(settings, args.calls, args.profiled_iterations)
     print(report(result))
-    path = write_results("op-profile", result)
+    path = write_results(f"op-profile-{args.library}", result)
     print(f"wrote {path}")
     return result
 

@@ -69,3 +69,9 @@ def test_a_trace_of_a_compiled_call_has_its_thunks(compiled):
     names = {e["args"]["hlo_op"] for e in events}
     assert names and names <= set(instructions)
     assert any(instructions[n].opcode == "while" for n in names)
+    result = op_profile.account(events, compiled.as_text(), iterations=1)
+    shares = {name: row["share"] for name, row in result["categories"].items()}
+    assert sum(shares.values()) == pytest.approx(1.0)
+    assert shares["products"] > 0
+    assert result["categories"]["loops and control"]["runs_per_iteration"] == 1  # one scan
+    assert "| products |" in op_profile.report({**result, "profiled_wall_ms_per_iteration": 1.0})
