@@ -85,10 +85,25 @@ def check_spec(
         except (TypeError, ValueError) as error:
             loc = _plugin_loc(where, error) or _network_loc(where, str(error))
             errors.append(SpecError(loc, str(error)).as_detail())
+    if isinstance(config, TrainConfig) and "network" in built:
+        errors += _segment_errors(built["network"], config)
     if resume_checkpoint is not None and config is not None and "network" in built:
         randomized = bool(env_spec.get("randomize"))
         errors += _resume_errors(resume_checkpoint, built["network"], config, randomized)
     return errors, steps
+
+
+def _segment_errors(network: Any, config: TrainConfig) -> list[dict[str, Any]]:
+    """``ppo.minibatch_segment_length`` with a network that carries state (it needs whole
+    envs in its minibatches)."""
+    from nnx_ppo.algorithms.step import check_segments
+
+    try:
+        check_segments(network.initialize_state(1), config.ppo)
+    except ValueError as error:
+        loc: Loc = ("config", "ppo", "minibatch_segment_length")
+        return [SpecError(loc, str(error)).as_detail()]
+    return []
 
 
 def metric_keys(spec: Mapping[str, Any]) -> list[str] | None:
