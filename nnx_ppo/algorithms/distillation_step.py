@@ -18,7 +18,12 @@ from nnx_ppo.algorithms.distillation_losses import distillation_loss
 from nnx_ppo.algorithms.metrics import compute_metrics, log_weight_stats
 from nnx_ppo.algorithms.module_scan import eval_copy as eval_copy
 from nnx_ppo.algorithms.module_scan import unroll
-from nnx_ppo.algorithms.rollout import reset_done, tree_where, truncation_flags
+from nnx_ppo.algorithms.rollout import (
+    end_episodes,
+    rollout_start_states,
+    tree_where,
+    truncation_flags,
+)
 from nnx_ppo.algorithms.step import advance, new_training_state, optimize
 from nnx_ppo.algorithms.types import (
     DistillationState,
@@ -72,6 +77,7 @@ def distillation_transition(
     teacher: StatefulModule,
     carry: tuple[Any, Any, Any],
     rng_key_for_env_reset: jax.Array,
+    start_env_states: Any = None,
 ) -> tuple[tuple[Any, Any, Any], DistillationTransition]:
     """One batched env step driven by the student, with the teacher's target recorded.
 
@@ -80,7 +86,10 @@ def distillation_transition(
         student: The student; its sampled actions step the env.
         teacher: The teacher, already in eval mode (see ``eval_copy``).
         carry: ``(env_state, student_state, teacher_state)``, ``[B, ...]`` leaves.
-        rng_key_for_env_reset: Key for the resets of this step.
+        rng_key_for_env_reset: Key for the resets of this step; unused with
+            ``start_env_states``.
+        start_env_states: Where given, ended envs restart from these states
+            (``rollout.restart_done``) instead of a fresh reset.
 
     Returns:
         The next carry (envs and both network states reset where an episode ended) and the
@@ -109,7 +118,7 @@ def distillation_transition(
         student_rollout_extras=student_out.rollout_extras,
         teacher_rollout_extras=jax.lax.stop_gradient(target),
     )
-    next_env_state = reset_done(env, stepped, done, rng_key_for_env_reset)
+    next_env_state = end_episodes(env, stepped, done, rng_key_for_env_reset, start_env_states)
     reset = lambda module, s: tree_where(done, module.reset_state(s), s)  # noqa: E731
     next_carry = (
         next_env_state,
@@ -128,8 +137,10 @@ def unroll_distillation(
     teacher_state: Any,
     unroll_length: int,
     rng_key_for_env_reset: jax.Array,
+    start_env_states: Any = None,
 ) -> tuple[Any, Any, Any, DistillationTransition]:
-    """Runs ``unroll_length`` batched steps of ``distillation_transition``.
+    """Runs ``unroll_length`` batched steps of ``distillation_transition``; ended envs
+    restart from ``start_env_states`` where given, else are reset afresh.
 
     The student's variables (its sampler's random counter) advance; the teacher's are left
     as they were (whatever its calls change is discarded).
@@ -141,7 +152,9 @@ def unroll_distillation(
 
     def transition(modules: Any, carry: Any, key: jax.Array) -> tuple[Any, Any]:
         live_student, live_teacher = modules
-        return distillation_transition(env, live_student, live_teacher, carry, key)
+        return distillation_transition(
+            env, live_student, live_teacher, carry, key, start_env_states
+        )
 
     carry = (env_state, student_state, teacher_state)
     carry, transitions, module_state = unroll(
@@ -186,7 +199,8 @@ def distillation_iteration(
     it with ``config`` static). The teacher runs as an eval-mode copy and is never updated:
     the optimizer only knows the student, and the teacher's targets enter the loss as
     constants. Minibatches split the env axis, so each keeps whole ``[T]`` sequences for the
-    recurrent replay.
+    recurrent replay. An env whose episode ends restarts from a reset made for it at the
+    rollout's start (``rollout.rollout_start_states``), as in ``ppo_iteration``.
 
     Returns:
         The next ``DistillationState`` and this step's scalar metrics.
@@ -195,6 +209,8 @@ def distillation_iteration(
     key_unroll, key_sgd, key_next = jax.random.split(state.rng_key, 3)
     student = state.student
     start_states = state.student_states
+    # Made once a rollout, not in its steps (as ``ppo_iteration``: bench/RESULTS.md, "Start-up").
+    env_restarts = rollout_start_states(env, state.env_states, key_unroll)
     env_states, student_states, teacher_states, rollout = unroll_distillation(
         env,
         state.env_states,
@@ -204,6 +220,7 @@ def distillation_iteration(
         state.teacher_states,
         d.rollout_length,
         key_unroll,
+        env_restarts,
     )
 
     def loss(module: StatefulModule, states: Any, batch: DistillationTransition) -> tuple:

@@ -150,6 +150,16 @@ def restart_done(env_state: Any, done: jax.Array, start_env_states: Any) -> Any:
     return jax.lax.switch(branch, [lambda state: state, copy_rows, select_all], env_state)
 
 
+def end_episodes(
+    env: RLEnv, env_state: Any, done: jax.Array, key: jax.Array, start_env_states: Any = None
+) -> Any:
+    """The envs after a step: those where ``done`` restart from ``start_env_states`` where
+    given (``restart_done``), else from a fresh reset from ``key`` (``reset_done``)."""
+    if start_env_states is None:
+        return reset_done(env, env_state, done, key)
+    return restart_done(env_state, done, start_env_states)
+
+
 def single_transition(
     env: RLEnv,
     networks: StatefulModule,
@@ -192,10 +202,7 @@ def single_transition(
         rollout_extras=out.rollout_extras,
         bootstrap_values=bootstrap,
     )
-    if start_env_states is None:
-        next_env_state = reset_done(env, stepped, done, rng_keys_for_env_reset)
-    else:
-        next_env_state = restart_done(stepped, done, start_env_states)
+    next_env_state = end_episodes(env, stepped, done, rng_keys_for_env_reset, start_env_states)
     next_network_state = tree_where(done, networks.reset_state(out.next_state), out.next_state)
     return (next_env_state, next_network_state), transition
 

@@ -15,7 +15,8 @@ from flax import nnx
 
 from nnx_ppo import envs
 from nnx_ppo.algorithms import rollout
-from nnx_ppo.algorithms.config import PPOConfig
+from nnx_ppo.algorithms.config import DistillationConfig, PPOConfig
+from nnx_ppo.algorithms.distillation_step import distillation_iteration, new_distillation_state
 from nnx_ppo.algorithms.step import new_training_state, ppo_iteration
 from nnx_ppo.networks.factories import make_mlp_actor_critic
 from tests.algorithms.test_reset_done import done_masks, raw
@@ -106,3 +107,16 @@ def test_ended_episodes_restart_from_the_start_states():
     done = np.asarray(transitions.done)
     assert done[3].all() and not done[:3].any()  # four-step episodes, unstaggered
     np.testing.assert_array_equal(transitions.obs[4], starts.obs)  # the step after the end
+
+
+def test_distillation_restarts_from_start_states_made_once_an_iteration():
+    env = CountingEnv(short_env())
+    student, teacher = networks_for(env, seed=0), networks_for(env, seed=1)
+    state = new_distillation_state(env, student, teacher, N_ENVS, seed=3)
+    assert env.resets == 1
+    config = DistillationConfig(n_envs=N_ENVS, rollout_length=6, n_epochs=1, n_minibatches=2)
+    new_state, metrics = jax.jit(lambda s: distillation_iteration(env, teacher, s, config))(state)
+    assert env.resets == 2  # the start states, once an iteration: none in the step
+    assert metrics and all(np.isfinite(np.asarray(v)).all() for v in metrics.values())
+    # Four-step episodes in a six-step rollout: every env ended within it and restarted.
+    assert int(np.max(np.asarray(new_state.env_states.info["steps"]))) < 4
