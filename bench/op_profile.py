@@ -4,11 +4,13 @@
 ::
 
     python -m bench.op_profile                   # settings.SPEED
-    python -m bench.op_profile --learning-table FingerSpin --calls 2
+    python -m bench.op_profile --learning-table FingerSpin --calls 2 --profiled-iterations 2
+    python -m bench.op_profile --library brax    # Brax's training epoch, the same way
 
 One process. The iteration is compiled in the library's chunk driver
 (``bench.flops.chunk_program``: 32 iterations a call, as ``train_ppo`` runs them) and
-warmed up; then ``--calls`` calls run under ``jax.profiler.trace``. XLA:CPU records one
+warmed up; ``--calls`` calls are timed, then one call of ``--profiled-iterations``
+iterations runs under ``jax.profiler.trace``. XLA:CPU records one
 event per thunk it executes, named by the HLO instruction of the optimized module (a fusion,
 a product, a copy, a loop). Each instruction is looked up in the compiled module's text
 (opcode, the computations a fusion calls, the source location of the JAX operation it came
@@ -32,8 +34,7 @@ thread, such as a loop's body) is put in one category, the first that matches:
 
 Writes ``bench/results/op-profile-<time>.json`` (per category: ms per iteration, share of
 the thunks' summed time, thunks run; the 30 costliest instructions) and prints the tables.
-The profiler keeps a bounded number of events, so one call of ``--profiled-iterations``
-iterations is traced, after ``--calls`` untraced calls timed for the wall time. Tracing
+The profiler keeps a bounded number of events, hence one short traced call. Tracing
 slows the run several-fold (a few microseconds per event), so shares are the figures to
 read; and XLA runs independent thunks at once on the cores, so their summed time may exceed
 the wall time.
@@ -289,8 +290,8 @@ def exclusive_times(events: Iterable[Mapping[str, Any]]) -> dict[str, float]:
 
 
 def thunk_events(trace_dir: Path, module_name: str) -> list[dict[str, Any]]:
-    """The complete events of ``module_name``'s thunks in the Perfetto trace under
-    ``trace_dir``."""
+    """The complete events of ``module_name``'s thunks (every module's for ``""``) in the
+    Perfetto trace under ``trace_dir``."""
     paths = sorted(trace_dir.rglob("perfetto_trace.json.gz"))
     if not paths:
         raise RuntimeError(f"no perfetto_trace.json.gz under {trace_dir}")
@@ -303,7 +304,7 @@ def thunk_events(trace_dir: Path, module_name: str) -> list[dict[str, Any]]:
         if e.get("ph") == "X"
         and isinstance(e.get("args"), dict)
         and e["args"].get("hlo_op")
-        and e["args"].get("hlo_module") == module_name
+        and (not module_name or e["args"].get("hlo_module") == module_name)
     ]
 
 
@@ -350,17 +351,18 @@ def profile_brax(settings: Mapping[str, Any], updates: int, dump_dir: Path) -> d
     kwargs = brax_train_kwargs({**settings, "total_steps": cfg_total, "num_evals": 4})
     from brax.training.agents.ppo import train as ppo
 
-    trace_dir = tempfile.mkdtemp()
     marks: list[float] = []
+    with tempfile.TemporaryDirectory() as trace_dir:
 
-    def on_progress(step: int, _metrics: Mapping[str, Any]) -> None:
-        marks.append(time.perf_counter())
-        if len(marks) == 3:  # after the second epoch: profile the third
-            jax.profiler.start_trace(trace_dir, create_perfetto_trace=True)
-        elif len(marks) == 4:
-            jax.profiler.stop_trace()
+        def on_progress(_step: int, _metrics: Mapping[str, Any]) -> None:
+            marks.append(time.perf_counter())
+            if len(marks) == 3:  # the step-0 eval, then two epochs: profile the third
+                jax.profiler.start_trace(trace_dir, create_perfetto_trace=True)
+            elif len(marks) == 4:
+                jax.profiler.stop_trace()
 
-    ppo.train(**kwargs, progress_fn=on_progress)
+        ppo.train(**kwargs, progress_fn=on_progress)
+        events = thunk_events(Path(trace_dir), "")  # every module's; filtered below
     # On JAX 0.10 Brax's pmapped training epoch compiles as ``jit(_fun)``; its program is
     # the largest of that name.
     dumps = [
@@ -369,8 +371,8 @@ def profile_brax(settings: Mapping[str, Any], updates: int, dump_dir: Path) -> d
     if not dumps:
         raise RuntimeError(f"no training epoch module in XLA's dump at {dump_dir}")
     text = max(dumps, key=lambda p: p.stat().st_size).read_text()
-    events = thunk_events(Path(trace_dir), _module_name(text))
-    result = account(events, text, updates)
+    module = _module_name(text)
+    result = account([e for e in events if e["args"]["hlo_module"] == module], text, updates)
     epoch_ms = (marks[3] - marks[2]) * 1e3 / updates  # traced, evaluation included
     result.update(
         library="brax",
