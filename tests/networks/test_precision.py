@@ -82,6 +82,73 @@ def test_bfloat16_gradients_are_float32_and_close():
         np.testing.assert_allclose(b, a, atol=0.03 * float(jnp.max(jnp.abs(a))) + 1e-6)
 
 
+def rounded(x: jax.Array) -> jax.Array:
+    """``x`` rounded to bfloat16, held in float32."""
+    return x.astype(jnp.bfloat16).astype(jnp.float32)
+
+
+@pytest.mark.parametrize(
+    ("lhs_shape", "rhs_shape", "dimension_numbers"),
+    [
+        ((8, 24), (24, 16), (((1,), (0,)), ((), ()))),  # a layer: nnx.Linear's product
+        ((3, 8, 24), (24, 16), (((2,), (0,)), ((), ()))),  # the same over a leading axis
+        ((5, 6, 7), (7, 6, 4), (((2, 1), (0, 1)), ((), ()))),  # two contracted axes
+        ((2, 5, 6), (6, 2, 4), (((2,), (0,)), ((0,), (1,)))),  # a batch axis
+    ],
+)
+def test_bfloat16_gradients_multiply_rounded_values_in_float32(
+    lhs_shape, rhs_shape, dimension_numbers
+):
+    # The gradient's products take the operands and the incoming gradient rounded to
+    # bfloat16, and accumulate and return in float32. Reference: float32 products of the
+    # rounded values at the highest precision (a product of two bfloat16 values is exact in
+    # float32, so the two differ by the order of float32 sums only). The incoming gradient
+    # is not a bfloat16 value: rounding it is part of what is checked.
+    lhs, rhs = inputs(lhs_shape, 0), inputs(rhs_shape, 1)
+    out_shape = jax.eval_shape(
+        lambda a, b: jax.lax.dot_general(a, b, dimension_numbers), lhs, rhs
+    ).shape
+    weights = inputs(out_shape, 2)
+
+    def loss(product, a, b):
+        return jnp.sum(product(a, b) * weights)
+
+    got = jax.grad(
+        lambda a, b: loss(lambda x, y: bfloat16_dot_general(x, y, dimension_numbers), a, b),
+        argnums=(0, 1),
+    )(lhs, rhs)
+    _, pullback = jax.vjp(
+        lambda a, b: jax.lax.dot_general(
+            a, b, dimension_numbers, precision=jax.lax.Precision.HIGHEST
+        ),
+        rounded(lhs),
+        rounded(rhs),
+    )
+    want = pullback(rounded(weights))
+    for g, w in zip(got, want, strict=True):
+        assert g.dtype == jnp.float32 and g.shape == w.shape
+        np.testing.assert_allclose(g, w, rtol=1e-5, atol=1e-5)
+        # Gradients rounded to bfloat16 (what differentiating the casts gave) miss this.
+        assert not np.array_equal(g, rounded(g))
+
+
+def test_the_bfloat16_gradient_multiplies_bfloat16_only():
+    mlp = MLP((IN, 32, OUT), rngs=nnx.Rngs(0), precision="bfloat16")
+    graphdef, state = nnx.split(mlp)
+
+    def loss(state, x):
+        return jnp.sum(nnx.merge(graphdef, state)(None, x).output ** 2)
+
+    text = jax.jit(jax.grad(loss)).lower(state, inputs((BATCH, IN))).as_text()
+    products = [line for line in text.splitlines() if "stablehlo.dot_general" in line]
+    # Two layers: each one's forward product and its kernel's gradient, and the gradient
+    # into the second layer's input (the network input's own is not computed).
+    assert len(products) == 5
+    for line in products:
+        operand_types = line.rsplit(":", 1)[1].split("->")[0]
+        assert "f32" not in operand_types and operand_types.count("bf16") == 2, line
+
+
 def test_bfloat16_lstm_is_close_to_float32():
     x = inputs((BATCH, IN))
     outputs = {}
