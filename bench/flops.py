@@ -42,7 +42,7 @@ import jax.numpy as jnp
 from flax import nnx
 
 from bench.jax_setup import enable_compilation_cache
-from bench.nnx_runner import make_networks, nnx_settings, train_config
+from bench.nnx_runner import nnx_settings, settings_networks, settings_train_config
 from bench.runs import write_results
 from bench.settings import PRESETS
 from nnx_ppo import envs
@@ -129,9 +129,9 @@ def chunk_program(settings: Mapping[str, Any]) -> tuple[Callable[..., Any], Any,
     """``settings``' PPO iteration in the library's chunk driver (``CHUNK`` iterations a
     call): ``(run, carry, networks)``, ``run(carry, None, n_active)`` jitted."""
     cfg = nnx_settings(settings)
-    config = train_config(cfg)
+    config = settings_train_config(settings, cfg)
     env = envs.load(cfg.env, {"impl": cfg.physics_impl, "episode_length": cfg.episode_length})
-    networks = make_networks(cfg, env)
+    networks = settings_networks(settings, cfg, env)
     state = training_state_for(env, networks, config)
     graphdef, carry = split_state(state)
     step = traced_step(graphdef, lambda s, _extra: ppo_iteration(env, s, config.ppo))
@@ -162,7 +162,7 @@ def measure(settings: Mapping[str, Any], calls: int, repeats: int) -> dict[str, 
     per_iteration, networks = iteration_seconds(settings, calls)
     load_mid = _load()
     cfg = nnx_settings(settings)
-    config = train_config(cfg).ppo
+    config = settings_train_config(settings, cfg).ppo
     products = iteration_products(
         kernels(networks, "actor"),
         kernels(networks, "critic"),

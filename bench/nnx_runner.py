@@ -363,6 +363,25 @@ NETWORKS: Mapping[str, Any] = MappingProxyType(
 """The builders of the ``network`` setting's values."""
 
 
+def settings_train_config(settings: Mapping[str, Any], cfg: BraxPPOSettings) -> C.TrainConfig:
+    """:func:`train_config` of ``cfg`` with ``settings``' nnx-only keys (learning-rate
+    annealing, devices, minibatches)."""
+    return train_config(
+        cfg,
+        bool(settings.get("anneal_learning_rate", False)),
+        settings.get("devices"),
+        settings.get("minibatches", "envs"),
+    )
+
+
+def settings_networks(settings: Mapping[str, Any], cfg: BraxPPOSettings, env: Any) -> nnx.Module:
+    """:func:`make_networks` of ``cfg`` with ``settings``' nnx-only ``precision`` and
+    ``network``."""
+    return make_networks(
+        cfg, env, settings.get("precision", "float32"), settings.get("network", "composed")
+    )
+
+
 def make_networks(
     cfg: BraxPPOSettings, env: Any, precision: str = "float32", network: str = "composed"
 ) -> nnx.Module:
@@ -424,19 +443,12 @@ def run_nnx_ppo(settings: Mapping[str, Any]) -> dict[str, Any]:
           iterations, one dict each.
     """
     cfg = nnx_settings(settings)
-    config = train_config(
-        cfg,
-        bool(settings.get("anneal_learning_rate", False)),
-        settings.get("devices"),
-        settings.get("minibatches", "envs"),
-    )
+    config = settings_train_config(settings, cfg)
     cache_dir = enable_compilation_cache()
     cache_files_before = count_files(cache_dir)
     env = envs.load(cfg.env, {"impl": cfg.physics_impl, "episode_length": cfg.episode_length})
     log = _HostLog(t0=time.perf_counter())
-    networks = make_networks(
-        cfg, env, settings.get("precision", "float32"), settings.get("network", "composed")
-    )
+    networks = settings_networks(settings, cfg, env)
     result = ppo.train_ppo(env, networks, config, log_fn=log.on_metrics)
     total_seconds = time.perf_counter() - log.t0
     out = _result(cfg, log, total_seconds, result.total_steps)

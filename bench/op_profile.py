@@ -6,6 +6,7 @@
     python -m bench.op_profile                   # settings.SPEED
     python -m bench.op_profile --learning-table FingerSpin --calls 2 --profiled-iterations 2
     python -m bench.op_profile --library brax    # Brax's training epoch, the same way
+    python -m bench.op_profile --json '{"precision": "bfloat16"}'   # bfloat16 networks
 
 One process. The iteration is compiled in the library's chunk driver
 (``bench.flops.chunk_program``: 32 iterations a call, as ``train_ppo`` runs them) and
@@ -490,12 +491,16 @@ def main(argv: Sequence[str] | None = None) -> dict[str, Any]:
     )
     parser.add_argument("--calls", type=int, default=3, help="timed calls of 32 iterations")
     parser.add_argument(
+        "--json", default="{}", help='settings overriding those, e.g. \'{"precision": "bfloat16"}\''
+    )
+    parser.add_argument(
         "--profiled-iterations", type=int, default=4, help="iterations (updates) profiled"
     )
     args = parser.parse_args(argv)
     settings: Mapping[str, Any] = PRESETS[args.preset]
     if args.learning_table:
         settings = learning_table_settings(args.learning_table, 0)
+    settings = {**settings, **json.loads(args.json)}
     if args.library == "brax":
         dump_dir = os.environ.get(DUMP_DIR_ENV)
         if dump_dir is None:  # XLA reads its flags once: run again with the dump turned on
