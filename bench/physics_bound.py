@@ -5,6 +5,7 @@ comes to its physics.
 
     python -m bench.physics_bound --env WalkerWalk --rounds 2
     python -m bench.physics_bound --env WalkerWalk --variant gpu --iterations 8 --rounds 1
+    python -m bench.physics_bound --env WalkerWalk --settings '{"precision": "bfloat16"}'
 
 Issue 27 asks WalkerWalk's training to run at >= 0.95 of env-only stepping with the same envs.
 Each round, one after the other:
@@ -86,6 +87,9 @@ def env_only_subprocess(env: str, n_envs: int, steps: int, repeats: int) -> floa
 def main(argv: Sequence[str] | None = None) -> None:
     parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     parser.add_argument("--json", help="one env-only measurement (env, n_envs, steps, repeats)")
+    parser.add_argument(
+        "--settings", default="{}", help="training settings overriding the variant's (JSON)"
+    )
     parser.add_argument("--env", default="WalkerWalk")
     parser.add_argument("--rounds", type=int, default=2)
     parser.add_argument("--iterations", type=int, default=40, help="PPO iterations a training")
@@ -98,7 +102,10 @@ def main(argv: Sequence[str] | None = None) -> None:
         sps = env_only_steps_per_second(**json.loads(args.json))
         print(json.dumps({"env_steps_per_second": sps}), flush=True)
         return
-    settings = training_settings(args.env, args.iterations, args.variant)
+    settings = {
+        **training_settings(args.env, args.iterations, args.variant),
+        **json.loads(args.settings),
+    }
     out: dict[str, Any] = {"kind": "physics-bound", "settings": settings, "rounds": []}
     path = None
     for _ in range(args.rounds):
