@@ -16,8 +16,9 @@ Each round, one after the other:
   median of ``--repeats`` calls after the compiling one, as env steps/s.
 * **training**: ``bench.nnx_runner`` in a fresh process at the learning table's settings
   (``bench.settings.LEARNING_TABLE``: 256 envs x 30 steps, 8 minibatches x 4 passes, policy
-  4x32, value 2x256) for ``--env``, ``--iterations`` PPO iterations; its steady env steps/s
-  (compile and evaluations left out).
+  4x32, value 2x256) for ``--env``, or Playground's own with ``--variant gpu`` (2048 envs,
+  32 minibatches x 16 passes, value 5x256), ``--iterations`` PPO iterations; its steady env
+  steps/s (compile and evaluations left out).
 
 It prints each round's ratio training / env only and writes
 ``bench/results/physics-bound-<time>.json``.
