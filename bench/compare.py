@@ -5,11 +5,13 @@
     python -m bench.compare                      # SPEED preset, 2 rounds (~10-15 min here)
     python -m bench.compare --rounds 1 --total-steps 245760 --num-evals 3   # a quick check
     python -m bench.compare --learning-table ReacherEasy --total-steps 768000 --num-evals 3
+    python -m bench.compare --learning-table FingerSpin --nnx-settings '{"env_step_chunk": 32}'
 
 Each run is a fresh Python process, alternating libraries (brax, nnx_ppo, brax, nnx_ppo,
 ...), so that slow drifts in machine load hit both alike. Each process gets a new, empty
 compilation cache (``--cache shared`` reuses ``bench/.cache`` instead), so compile times are
-cold compiles. Prints a table and writes every run's full result dict to
+cold compiles. ``--nnx-settings`` adds nnx-ppo-only settings (``bench.nnx_runner``'s
+``NNX_ONLY_KEYS``) to our runs alone. Prints a table and writes every run's full result dict to
 ``bench/results/compare-<time>.json`` (rewritten after each run, so a crash keeps the runs
 done so far).
 """
@@ -25,7 +27,7 @@ from collections.abc import Callable, Mapping, Sequence
 from typing import Any
 
 from bench.brax_runner import run_brax_ppo_subprocess
-from bench.nnx_runner import nnx_settings, run_nnx_ppo_subprocess
+from bench.nnx_runner import NNX_ONLY_KEYS, nnx_settings, run_nnx_ppo_subprocess
 from bench.runs import add_run_options, fresh_cache_env, run_overrides, write_results
 from bench.settings import LEARNING_TABLE_ENVS, PRESETS, learning_table_settings
 
@@ -176,10 +178,20 @@ def _parse(argv: Sequence[str] | None) -> argparse.Namespace:
         help="the learning table's settings for ENV (seed 0) instead of --preset",
     )
     parser.add_argument("--rounds", type=int, default=2, help="brax + nnx_ppo pairs to run")
+    parser.add_argument(
+        "--nnx-settings",
+        type=json.loads,
+        default={},
+        metavar="JSON",
+        help=f"nnx-ppo-only settings for our runs, keys among {list(NNX_ONLY_KEYS)}",
+    )
     add_run_options(parser, "the preset's")
     args = parser.parse_args(argv)
     if args.rounds < 1:
         parser.error(f"--rounds must be >= 1, got {args.rounds}")
+    extra = args.nnx_settings
+    if not isinstance(extra, dict) or set(extra) - set(NNX_ONLY_KEYS):
+        parser.error(f"--nnx-settings takes an object with keys among {list(NNX_ONLY_KEYS)}")
     return args
 
 
@@ -190,12 +202,14 @@ def main(argv: Sequence[str] | None = None) -> None:
     if args.learning_table:
         base = learning_table_settings(args.learning_table, 0)
     settings = {**base, **run_overrides(args)}
-    nnx_settings(settings)  # fail on settings either side rejects, before any run
+    ours = {**settings, **args.nnx_settings}
+    nnx_settings(ours)  # fail on settings either side rejects, before any run
     payload: dict[str, Any] = {
         "kind": "compare",
         "preset": f"learning_table:{args.learning_table}" if args.learning_table else args.preset,
         "cache": args.cache,
         "settings": json.loads(json.dumps(settings)),
+        "nnx_settings": args.nnx_settings,
         "rounds": [],
     }
     path = None
@@ -205,7 +219,8 @@ def main(argv: Sequence[str] | None = None) -> None:
         for library, run in RUNNERS.items():
             print(f"[compare] round {i + 1}/{args.rounds}: {library}", file=sys.stderr, flush=True)
             with fresh_cache_env(args.cache == "fresh") as env:
-                entry[library] = run(settings, timeout_s=args.timeout_s, env=env)
+                own = ours if library == "nnx_ppo" else settings
+                entry[library] = run(own, timeout_s=args.timeout_s, env=env)
             path = write_results("compare", payload, path)
     payload["summary"] = summarize(payload["rounds"])
     path = write_results("compare", payload, path)

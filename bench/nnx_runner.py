@@ -45,6 +45,8 @@ libraries do the same work per update:
   into ``rollout_length``-step segments and shuffles those into the minibatches, as Brax
   does (``PPOConfig.minibatch_segment_length``; GAE then restarts at each segment, as
   Brax's); ``"envs"`` keeps whole envs, as described under ``batch_size``.
+* ``env_step_chunk`` (nnx-ppo only; None when absent) -> ``PPOConfig.env_step_chunk``: the
+  training envs step that many at a time (``nnx_ppo.envs.chunked``).
 * ``reward_scaling`` -> ``PPOConfig.reward_scaling`` (both libraries multiply rewards inside
   the loss only). ``num_resets_per_eval`` must be 0 (we never reset
   all envs): other values are rejected rather than silently ignored, so "equal settings"
@@ -85,7 +87,14 @@ from nnx_ppo.algorithms.compile_ahead import THREAD_NAME
 from nnx_ppo.networks import factories, legacy
 from nnx_ppo.networks.normalizer import flat_size
 
-NNX_ONLY_KEYS = ("anneal_learning_rate", "devices", "precision", "network", "minibatches")
+NNX_ONLY_KEYS = (
+    "anneal_learning_rate",
+    "devices",
+    "precision",
+    "network",
+    "minibatches",
+    "env_step_chunk",
+)
 """Settings only nnx-ppo understands (Brax's runner rejects them)."""
 SPS_KEY = "throughput/env_steps_per_second"
 """The metric ``train_ppo`` adds to the last iteration of each jitted call."""
@@ -365,13 +374,15 @@ NETWORKS: Mapping[str, Any] = MappingProxyType(
 
 def settings_train_config(settings: Mapping[str, Any], cfg: BraxPPOSettings) -> C.TrainConfig:
     """:func:`train_config` of ``cfg`` with ``settings``' nnx-only keys (learning-rate
-    annealing, devices, minibatches)."""
-    return train_config(
+    annealing, devices, minibatches, env_step_chunk)."""
+    config = train_config(
         cfg,
         bool(settings.get("anneal_learning_rate", False)),
         settings.get("devices"),
         settings.get("minibatches", "envs"),
     )
+    ppo = dataclasses.replace(config.ppo, env_step_chunk=settings.get("env_step_chunk"))
+    return dataclasses.replace(config, ppo=ppo)
 
 
 def settings_networks(settings: Mapping[str, Any], cfg: BraxPPOSettings, env: Any) -> nnx.Module:

@@ -11,9 +11,11 @@ Issue 27 asks WalkerWalk's training to run at >= 0.95 of env-only stepping with 
 Each round, one after the other:
 
 * **env only**, in a fresh process: ``vmap(env.step)`` of the bare Playground env (``impl="jax"``)
-  over the training's ``n_envs``, ``rollout_length`` steps a jitted call (a ``scan``), with
-  actions drawn uniformly from [-1, 1] each step (what an untrained policy does); the
-  median of ``--repeats`` calls after the compiling one, as env steps/s.
+  over the training's ``n_envs`` (``env_step_chunk`` envs at a time where the settings have
+  one, as the training steps them: ``nnx_ppo.envs.chunked``), ``rollout_length`` steps a
+  jitted call (a ``scan``), with actions drawn uniformly from [-1, 1] each step (what an
+  untrained policy does); the median of ``--repeats`` calls after the compiling one, as env
+  steps/s.
 * **training**: ``bench.nnx_runner`` in a fresh process at the learning table's settings
   (``bench.settings.LEARNING_TABLE``: 256 envs x 30 steps, 8 minibatches x 4 passes, policy
   4x32, value 2x256) for ``--env``, or Playground's own with ``--variant gpu`` (2048 envs,
@@ -53,17 +55,23 @@ def training_settings(env: str, iterations: int, variant: str) -> dict[str, Any]
     return {**LEARNING_TABLE, "env": env, "seed": 0, "total_steps": steps, "num_evals": 3}
 
 
-def env_only_steps_per_second(env: str, n_envs: int, steps: int, repeats: int) -> float:
-    """Steady env steps/s of ``steps`` batched random-action steps a call (compile excluded)."""
+def env_only_steps_per_second(
+    env: str, n_envs: int, steps: int, repeats: int, chunk: int | None = None
+) -> float:
+    """Steady env steps/s of ``steps`` batched random-action steps a call (compile excluded),
+    ``chunk`` envs at a time where given."""
     from mujoco_playground import registry
 
+    from nnx_ppo.envs.chunked import step_envs, step_in_chunks
+
     bare = registry.load(env, config_overrides={"impl": "jax"})
+    stepped = step_in_chunks(bare, chunk)
 
     @jax.jit
     def roll(state: Any, key: jax.Array) -> tuple[Any, jax.Array]:
         def body(s: Any, k: jax.Array) -> tuple[Any, None]:
             actions = jax.random.uniform(k, (n_envs, bare.action_size), minval=-1.0, maxval=1.0)
-            return jax.vmap(bare.step)(s, actions), None
+            return step_envs(stepped, s, actions), None
 
         key, next_key = jax.random.split(key)
         return jax.lax.scan(body, state, jax.random.split(key, steps))[0], next_key
@@ -78,16 +86,20 @@ def env_only_steps_per_second(env: str, n_envs: int, steps: int, repeats: int) -
     return n_envs * steps / statistics.median(seconds)
 
 
-def env_only_subprocess(env: str, n_envs: int, steps: int, repeats: int) -> float:
+def env_only_subprocess(
+    env: str, n_envs: int, steps: int, repeats: int, chunk: int | None = None
+) -> float:
     """:func:`env_only_steps_per_second` in a fresh process (an accelerator takes one
     process at a time, and the training runs in its own)."""
-    settings = {"env": env, "n_envs": n_envs, "steps": steps, "repeats": repeats}
+    settings = {"env": env, "n_envs": n_envs, "steps": steps, "repeats": repeats, "chunk": chunk}
     return float(run_runner_subprocess("bench.physics_bound", settings)["env_steps_per_second"])
 
 
 def main(argv: Sequence[str] | None = None) -> None:
     parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
-    parser.add_argument("--json", help="one env-only measurement (env, n_envs, steps, repeats)")
+    parser.add_argument(
+        "--json", help="one env-only measurement (env, n_envs, steps, repeats, chunk)"
+    )
     parser.add_argument(
         "--settings", default="{}", help="training settings overriding the variant's (JSON)"
     )
@@ -111,7 +123,11 @@ def main(argv: Sequence[str] | None = None) -> None:
     path = None
     for _ in range(args.rounds):
         env_only = env_only_subprocess(
-            args.env, settings["n_envs"], settings["rollout_length"], args.repeats
+            args.env,
+            settings["n_envs"],
+            settings["rollout_length"],
+            args.repeats,
+            settings.get("env_step_chunk"),
         )
         print(f"env only {env_only:,.0f} env steps/s", flush=True)
         training = run_nnx_ppo_subprocess(settings)["env_steps_per_second"]

@@ -9,6 +9,7 @@ import jax.numpy as jnp
 
 from nnx_ppo.algorithms.module_scan import scan_with_modules
 from nnx_ppo.algorithms.types import RLEnv
+from nnx_ppo.envs.chunked import step_envs
 from nnx_ppo.networks.base import StatefulModule
 from nnx_ppo.networks.recording import activations_from_metrics, with_recording
 
@@ -63,7 +64,7 @@ def record_activations_rollout(
     def body(m: Any, carry: tuple[Any, ...], _: Any) -> tuple[tuple[Any, ...], Any]:
         env_s, net_s, done = carry
         out = m(net_s, env_s.obs)
-        env_s = jax.vmap(env.step)(env_s, out.output.actions)
+        env_s = step_envs(env, env_s, out.output.actions)
         next_done = jnp.logical_or(done, env_s.done > 0.5)
         step = (activations_from_metrics(out.metrics), done)
         return (env_s, out.next_state, next_done), step

@@ -124,8 +124,23 @@ class PPOConfig:
     segment, bootstrapping from the value of its last next observation. Stateless networks
     only (an addition to the seed API)."""
 
+    env_step_chunk: int | None = None
+    """None: each step of the training envs is one ``vmap`` of ``env.step`` over all
+    ``n_envs``. A size ``C`` dividing ``n_envs``: the envs step ``C`` at a time, a
+    ``lax.map`` over ``n_envs / C`` vmapped chunks (``nnx_ppo.envs.chunked``). The same
+    physics and settings; MJX's float32 results on XLA:CPU differ in their last bits with the
+    width of the batch (as they do between two values of ``n_envs``), so losses are not the
+    same bit for bit. Contact-rich envs step faster so on a CPU (FingerSpin 1.5-1.9x in
+    chunks of 32-64 envs), small ones slower (CartpoleSwingup 0.65x): ``bench/RESULTS.md``.
+    One device only (an addition to the seed API)."""
+
     def __post_init__(self) -> None:
         _validate_optimization("ppo", self)
+        chunk = self.env_step_chunk
+        if chunk is not None:
+            _positive_int("ppo", "env_step_chunk", chunk)
+            requirement = f"None or a divisor of ppo.n_envs ({self.n_envs})"
+            _require(self.n_envs % chunk == 0, "ppo.env_step_chunk", chunk, requirement)
         segment = self.minibatch_segment_length
         if segment is not None:
             _positive_int("ppo", "minibatch_segment_length", segment)
@@ -211,6 +226,14 @@ class TrainConfig:
 
     def __post_init__(self) -> None:
         _check_top_level(self)
+        chunked = self.ppo.env_step_chunk is not None
+        one_device = self.devices is None or self.devices == 1
+        _require(
+            not chunked or one_device,
+            "config.devices",
+            self.devices,
+            "None or 1 with ppo.env_step_chunk",
+        )
 
 
 @dataclasses.dataclass(frozen=True)

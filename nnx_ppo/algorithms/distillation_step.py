@@ -32,6 +32,7 @@ from nnx_ppo.algorithms.types import (
     RLEnv,
     Transition,
 )
+from nnx_ppo.envs.chunked import step_envs
 from nnx_ppo.networks.actor_critic import update_statistics
 from nnx_ppo.networks.base import StatefulModule
 from nnx_ppo.networks.types import StatefulOutput
@@ -100,7 +101,7 @@ def distillation_transition(
     env_state, student_state, teacher_state = carry
     student_out = _act(student, student_state, env_state.obs)
     teacher_out = _act(teacher, teacher_state, env_state.obs)
-    stepped = jax.vmap(env.step)(env_state, student_out.output.actions)
+    stepped = step_envs(env, env_state, student_out.output.actions)
     done = stepped.done > 0.5
     target = {
         "loc": teacher_out.output.distribution_params["loc"],

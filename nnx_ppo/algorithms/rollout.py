@@ -23,6 +23,7 @@ from nnx_ppo.algorithms.render_rollout import (
 from nnx_ppo.algorithms.render_rollout import unstack_trajectory as unstack_trajectory
 from nnx_ppo.algorithms.streams import stream_names, sum_leaves
 from nnx_ppo.algorithms.types import LoggingLevel, RLEnv, Transition
+from nnx_ppo.envs.chunked import step_envs
 from nnx_ppo.networks.base import StatefulModule
 
 
@@ -187,7 +188,7 @@ def single_transition(
     env_state, network_state = carry
     act = getattr(networks, "act", None)  # PPONetwork skips work that acting does not need
     out = act(network_state, env_state.obs) if act else networks(network_state, env_state.obs)
-    stepped = jax.vmap(env.step)(env_state, out.output.actions)
+    stepped = step_envs(env, env_state, out.output.actions)
     done = stepped.done > 0.5
     truncated = truncation_flags(stepped, done)
     bootstrap = _bootstrap_values(networks, out.next_state, stepped.obs, truncated)
@@ -286,7 +287,7 @@ def eval_rollout(
     def body(m: Any, carry: tuple[Any, ...], _: Any) -> tuple[tuple[Any, ...], None]:
         env_s, net_s, done, streams, length, sums = carry
         out = m(net_s, env_s.obs)
-        env_s = jax.vmap(env.step)(env_s, out.output.actions)
+        env_s = step_envs(env, env_s, out.output.actions)
         live = jnp.logical_not(done)
         streams = jax.tree.map(lambda r, x: r + jnp.where(live, x, 0.0), streams, env_s.reward)
         length = length + live

@@ -34,6 +34,7 @@ from nnx_ppo.algorithms.streams import check_streams
 from nnx_ppo.algorithms.types import RLEnv, TrainingState
 from nnx_ppo.algorithms.video import check_renderable
 from nnx_ppo.envs import randomization
+from nnx_ppo.envs.chunked import step_in_chunks
 from nnx_ppo.envs.randomization import RandomizationFn
 from nnx_ppo.networks.base import StatefulModule
 
@@ -165,6 +166,7 @@ def train_ppo(
     schedule = schedule_of(config)  # validates config.devices before anything is compiled
     env_states = None if initial_state is None else initial_state.env_states
     train_env = randomization.for_training(env, randomization_fn, p.n_envs, config.seed, env_states)
+    train_env = step_in_chunks(train_env, p.env_step_chunk)
     if initial_state is None:
         check_compatible(env, networks)
         initial_state = training_state_for(train_env, networks, config)

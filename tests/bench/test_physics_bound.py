@@ -27,3 +27,7 @@ def test_the_gpu_variant_is_playgrounds_settings_in_whole_updates():
 def test_env_only_stepping_counts_env_steps_per_second():
     sps = physics_bound.env_only_steps_per_second("CartpoleBalance", n_envs=4, steps=3, repeats=2)
     assert 0 < sps < 1e9
+    chunked = physics_bound.env_only_steps_per_second(
+        "CartpoleBalance", n_envs=4, steps=3, repeats=2, chunk=2
+    )
+    assert 0 < chunked < 1e9

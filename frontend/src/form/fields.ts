@@ -212,6 +212,14 @@ export const PPO_SECTION: Section = {
         "segments of this many steps and GAE restarts at each, as Brax's unroll_length " +
         "(stateless networks only).",
     },
+    {
+      name: "env_step_chunk",
+      kind: "optionalInt",
+      default: null,
+      help:
+        "Empty: all envs step as one batch. A divisor of n_envs: envs step this many at a time " +
+        "(faster physics for contact-rich envs on a CPU; last-bit differences; one device).",
+    },
   ],
 };
 
