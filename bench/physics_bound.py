@@ -22,7 +22,8 @@ Each round, one after the other:
   32 minibatches x 16 passes, value 5x256), ``--iterations`` PPO iterations; its steady env
   steps/s (compile and evaluations left out).
 
-It prints each round's ratio training / env only and writes
+With ``env_step_chunk`` in ``--settings``, each round also steps the envs as one batch alone
+(``env_only_one_batch``). It prints each round's ratio training / env only and writes
 ``bench/results/physics-bound-<time>.json``.
 """
 
@@ -40,6 +41,9 @@ import jax
 from bench.nnx_runner import run_nnx_ppo_subprocess
 from bench.runs import run_runner_subprocess, write_results
 from bench.settings import LEARNING_TABLE
+
+RATIO_KEYS = {"env_only": "median_ratio", "env_only_one_batch": "median_ratio_one_batch"}
+"""The results' key of the median training / env-only ratio, for each env-only stepping."""
 
 
 def training_settings(env: str, iterations: int, variant: str) -> dict[str, Any]:
@@ -121,24 +125,21 @@ def main(argv: Sequence[str] | None = None) -> None:
     }
     out: dict[str, Any] = {"kind": "physics-bound", "settings": settings, "rounds": []}
     path = None
+    chunk = settings.get("env_step_chunk")
+    shape = (args.env, settings["n_envs"], settings["rollout_length"], args.repeats)
     for _ in range(args.rounds):
-        env_only = env_only_subprocess(
-            args.env,
-            settings["n_envs"],
-            settings["rollout_length"],
-            args.repeats,
-            settings.get("env_step_chunk"),
-        )
+        env_only = env_only_subprocess(*shape, chunk)
         print(f"env only {env_only:,.0f} env steps/s", flush=True)
+        entry = {"env_only": env_only}
+        if chunk is not None:  # the plain batch too: what training in chunks is up against
+            entry["env_only_one_batch"] = env_only_subprocess(*shape)
+            print(f"env only, one batch {entry['env_only_one_batch']:,.0f} env steps/s", flush=True)
         training = run_nnx_ppo_subprocess(settings)["env_steps_per_second"]
-        out["rounds"].append({"env_only": env_only, "training": training})
-        print(
-            f"training {training:,.0f} env steps/s: {training / env_only:.3f} of env only",
-            flush=True,
-        )
-        out["median_ratio"] = statistics.median(
-            r["training"] / r["env_only"] for r in out["rounds"]
-        )
+        out["rounds"].append({**entry, "training": training})
+        for key, value in entry.items():
+            print(f"training {training:,.0f} env steps/s: {training / value:.3f} of {key}")
+            ratios = [r["training"] / r[key] for r in out["rounds"]]
+            out[RATIO_KEYS[key]] = statistics.median(ratios)
         path = write_results("physics-bound", out, path)
     print(f"median training / env only: {out['median_ratio']:.3f}; results: {path}")
 

@@ -130,9 +130,10 @@ class PPOConfig:
     ``lax.map`` over ``n_envs / C`` vmapped chunks (``nnx_ppo.envs.chunked``). The same
     physics and settings; MJX's float32 results on XLA:CPU differ in their last bits with the
     width of the batch (as they do between two values of ``n_envs``), so losses are not the
-    same bit for bit. Contact-rich envs step faster so on a CPU (FingerSpin 1.5-1.9x in
-    chunks of 32-64 envs), small ones slower (CartpoleSwingup 0.65x): ``bench/RESULTS.md``.
-    One device only (an addition to the seed API)."""
+    same bit for bit. On a CPU, envs with contacts step faster so (in chunks of 32 of 256:
+    FingerSpin 1.71x, WalkerWalk 1.28x), small ones slower (Cartpole, Pendulum, Acrobot,
+    Reacher: 0.53-0.94x); ``python -m bench.step_chunks --env NAME`` measures an env. One
+    device only (an addition to the seed API)."""
 
     def __post_init__(self) -> None:
         _validate_optimization("ppo", self)

@@ -3,14 +3,15 @@
 The trainer steps its ``B`` envs as one ``vmap`` of ``env.step``. ``StepInChunks`` steps
 them ``chunk`` at a time instead: a ``lax.map`` over ``B / chunk`` vmapped chunks, each a
 narrower batch of the same physics. On a CPU, XLA then runs each fused operation of the
-step on ``chunk`` envs' arrays, not ``B`` envs': a contact-rich MJX env (FingerSpin) steps
-1.5-1.9x faster in chunks of 32-64 of 256 envs, while a small one (CartpoleSwingup) is
-slower (``bench/RESULTS.md``). The results are not the same bit for bit: MJX's float32
-results on XLA:CPU depend in their last bits on the batch's width, as they do between two
-values of ``n_envs``.
+step on ``chunk`` envs' arrays, not ``B`` envs'. MJX envs with contacts step faster so
+(in chunks of 32 of 256 envs: FingerSpin 1.71x, WalkerWalk 1.28x), small ones slower
+(CartpoleSwingup, PendulumSwingup, AcrobotSwingup, ReacherEasy: 0.53-0.94x);
+``python -m bench.step_chunks --env NAME`` measures an env (``bench/RESULTS.md``). The
+results are not the same bit for bit: MJX's float32 results on XLA:CPU depend in their last
+bits on the batch's width, as they do between two values of ``n_envs``.
 
-``step_envs`` steps a batch: ``StepInChunks.step_batch`` where
-the env is one, else ``vmap(env.step)``.
+``step_envs`` steps a batch: ``StepInChunks.step_batch`` where the env is one, else
+``vmap(env.step)``.
 """
 
 from __future__ import annotations
