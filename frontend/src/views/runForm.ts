@@ -343,7 +343,13 @@ export function runFormView(main: HTMLElement, { query }: RouteContext): () => v
     const note = presetOutcomeNote(await (force ? filler.fill(envName) : filler.picked(envName)), envName);
     if (note !== null) presetNote.textContent = note;
   };
-  env.onPick((envName) => void fillFrom(envName, false));
+  // Whether the user picked an env or edited a field yet: the default env's preset, filled
+  // once the page's lists have loaded, must not overwrite what they did in the meantime.
+  let touched = false;
+  env.onPick((envName) => {
+    touched = true;
+    void fillFrom(envName, false);
+  });
   presetButton.addEventListener("click", () => void fillFrom(env.value(), true));
 
   const page = mountSpecForm(main, {
@@ -394,6 +400,7 @@ export function runFormView(main: HTMLElement, { query }: RouteContext): () => v
   });
 
   page.form.addEventListener("input", (event) => {
+    touched = true;
     if ((event.target as HTMLElement | null)?.closest('[data-path="env.name"]')) return;
     filler.edited();
   });
@@ -415,8 +422,9 @@ export function runFormView(main: HTMLElement, { query }: RouteContext): () => v
     } else if (from.from === "teacher") {
       await loadSpec(studentSpec(await api.getRun(from.run), from.step));
     } else if (env.value()) {
-      // A new run opens with the default env's preset, as the server would fill it.
-      await fillFrom(env.value(), false);
+      // A new run opens with the default env's preset, as the server would fill it, unless
+      // the user has already picked an env (its own fill runs) or edited a field.
+      if (!touched) await fillFrom(env.value(), false);
       return;
     }
     // A prefilled form keeps its values; the env's preset tells what to leave out.
