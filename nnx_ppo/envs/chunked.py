@@ -42,13 +42,14 @@ class StepInChunks:
         self.env = env
         self.chunk = chunk
 
-    def step_batch(self, state: Any, actions: jax.Array) -> Any:
-        """One step of a batch of ``B`` envs (leaves ``[B, ...]``), ``chunk`` at a time.
+    def step_batch(self, state: Any, actions: Any) -> Any:
+        """One step of a batch of ``B`` envs (leaves ``[B, ...]``; the actions an array or a
+        dict of them), ``chunk`` at a time.
 
         Raises:
             ValueError: If ``B`` is not a multiple of ``chunk`` (at trace time).
         """
-        n_envs = actions.shape[0]
+        n_envs = jax.tree.leaves(actions)[0].shape[0]
         if n_envs % self.chunk:
             raise ValueError(f"{n_envs} envs do not split into chunks of {self.chunk}")
         step = jax.vmap(self.env.step)
@@ -73,7 +74,7 @@ def step_in_chunks(env: Any, chunk: int | None) -> Any:
     return env if chunk is None else StepInChunks(env, chunk)
 
 
-def step_envs(env: Any, env_state: Any, actions: jax.Array) -> Any:
+def step_envs(env: Any, env_state: Any, actions: Any) -> Any:
     """One step of a batch of envs (``[B]`` states and actions): ``vmap`` of ``env.step``,
     or ``chunk`` envs at a time where ``env`` is a ``StepInChunks``."""
     if isinstance(env, StepInChunks):

@@ -52,6 +52,19 @@ def test_chunked_step_is_the_batched_step(chunk: int) -> None:
         assert "scan" not in program
 
 
+def test_dict_actions_step_in_chunks() -> None:
+    env = envs.TwoArmReach()
+    states = reset_envs(env, jax.random.split(jax.random.key(0), N_ENVS))
+    keys = jax.random.split(jax.random.key(1))
+    actions = {
+        arm: jax.random.uniform(key, (N_ENVS, 2), minval=-1.0)
+        for arm, key in zip(("left", "right"), keys, strict=True)
+    }
+    whole = jax.jit(jax.vmap(env.step))(states, actions)
+    chunked = jax.jit(lambda s, a: step_envs(StepInChunks(env, 2), s, a))(states, actions)
+    _assert_states_close(chunked, whole, rtol=1e-6)
+
+
 def test_a_playground_env_steps_the_same_physics_in_chunks() -> None:
     env = envs.load("CartpoleSwingup")
     states, actions = _batch(env, 16)
