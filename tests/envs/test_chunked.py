@@ -15,7 +15,7 @@ from nnx_ppo.algorithms.config import EvalConfig, PPOConfig, TrainConfig
 from nnx_ppo.algorithms.rollout import reset_envs
 from nnx_ppo.algorithms.training import train_ppo
 from nnx_ppo.envs.chunked import StepInChunks, step_envs, step_in_chunks
-from nnx_ppo.networks.factories import make_mlp_actor_critic
+from tests.algorithms.test_checkpointing import make_networks
 
 ENV = envs.load("PointReach", {"episode_length": 20})
 N_ENVS = 8
@@ -127,15 +127,8 @@ def test_training_in_chunks_gives_the_same_run(monkeypatch: pytest.MonkeyPatch) 
 
     def run(chunk: int | None) -> tuple[list[dict[str, float]], Any]:
         config = TrainConfig(ppo=dataclasses.replace(ppo, env_step_chunk=chunk), eval=evaluation)
-        networks = make_mlp_actor_critic(
-            ENV.observation_size,
-            ENV.action_size,
-            rngs=nnx.Rngs(0),
-            actor_hidden_sizes=(8,),
-            critic_hidden_sizes=(8,),
-        )
         logs: list[dict[str, float]] = []
-        result = train_ppo(ENV, networks, config, log_fn=lambda m, _: logs.append(m))
+        result = train_ppo(ENV, make_networks(), config, log_fn=lambda m, _: logs.append(m))
         return logs, nnx.state(result.training_state.networks, nnx.Param)
 
     logs_whole, params_whole = run(None)
