@@ -89,6 +89,23 @@ def _from_matrices(x: jax.Array, shape: Any, batch: Any, rows: Any, columns: Any
     return jnp.transpose(x, tuple(order.index(a) for a in range(len(shape))))
 
 
+def _transposed(x: jax.Array) -> jax.Array:
+    """``x`` with its last two axes swapped, written out as an array of its own (for CPUs).
+
+    A product that contracts its left operand's rows (``lhs.T @ out``, a kernel's gradient)
+    is one XLA:CPU does not run in bfloat16: it converts both operands to float32 first, so
+    the product runs at float32's rate, after two conversions. A plain ``x.T`` does not help,
+    since XLA folds a transpose into the product's dimension numbers; swapped through a unit
+    axis, the transpose stays a copy (a fraction of the product's time) and the product
+    contracts the copy's columns, in bfloat16. ``test_precision`` checks the compiled program.
+    Other devices multiply a transposed bfloat16 operand as it is, so only CPUs take this path
+    (a TPU would pad the unit axis).
+    """
+    rows, columns = x.shape[-2:]
+    swapped = jnp.swapaxes(x[..., None], -3, -1)  # [batch,] 1 x columns x rows
+    return swapped.reshape((*x.shape[:-2], columns, rows))
+
+
 def _matrix_product(
     a: jax.Array, b: jax.Array, a_axis: int, b_axis: int, batched: bool
 ) -> jax.Array:
@@ -146,7 +163,12 @@ def _bfloat16_product_backward(
     # [batch,] m x n: the result's axes are batch, lhs free, rhs free, in that order.
     out = grad.astype(jnp.bfloat16).reshape(lhs.shape[:-1] + rhs.shape[-1:])
     lhs_grad = _matrix_product(out, rhs, 1, 1, batched)  # m x k
-    rhs_grad = _matrix_product(lhs, out, 0, 0, batched)  # k x n
+    rhs_grad = jax.lax.platform_dependent(  # k x n
+        lhs,
+        out,
+        cpu=lambda lhs, out: _matrix_product(_transposed(lhs), out, 1, 0, batched),
+        default=lambda lhs, out: _matrix_product(lhs, out, 0, 0, batched),
+    )
     return (
         _from_matrices(lhs_grad, lhs16.shape, lhs_batch, lhs_free, lhs_contract).astype(dtypes[0]),
         _from_matrices(rhs_grad, rhs16.shape, rhs_batch, rhs_contract, rhs_free).astype(dtypes[1]),

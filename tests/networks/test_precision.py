@@ -3,6 +3,8 @@ close to float32's; float32 exactly as before; bad values refused, naming the fi
 
 from __future__ import annotations
 
+import re
+
 import jax
 import jax.numpy as jnp
 import numpy as np
@@ -147,6 +149,36 @@ def test_the_bfloat16_gradient_multiplies_bfloat16_only():
     for line in products:
         operand_types = line.rsplit(":", 1)[1].split("->")[0]
         assert "f32" not in operand_types and operand_types.count("bf16") == 2, line
+
+
+def compiled_products(text: str) -> list[tuple[str, str]]:
+    """The operand dtypes of every matrix product in a compiled (optimized) HLO module's
+    text, wherever XLA put it (at top level, or inside a fusion)."""
+    dtypes = {}
+    for line in text.splitlines():
+        defined = re.match(r"\s*(?:ROOT )?%(\S+) = (\w+)\[", line)
+        if defined:
+            dtypes[defined[1]] = defined[2]
+    products = re.findall(r" dot\(%([^,\s]+), %([^,\s)]+)\)", text)
+    return [(dtypes[lhs], dtypes[rhs]) for lhs, rhs in products]
+
+
+@pytest.mark.skipif(jax.default_backend() != "cpu", reason="XLA:CPU's compiled program")
+@pytest.mark.parametrize("precision", ["bfloat16", "float32"])
+def test_the_compiled_gradient_program_multiplies_in_its_precision(precision):
+    # What XLA:CPU runs, not what JAX lowers: a product contracting its left operand's rows
+    # (a kernel's gradient) is one XLA:CPU would convert to float32 and run at float32's rate.
+    mlp = MLP((IN, 32, OUT), rngs=nnx.Rngs(0), precision=precision)
+    graphdef, state = nnx.split(mlp)
+
+    def loss(state, x):
+        return jnp.sum(nnx.merge(graphdef, state)(None, x).output ** 2)
+
+    compiled = jax.jit(jax.grad(loss)).lower(state, inputs((BATCH, IN))).compile()
+    products = compiled_products(compiled.as_text())
+    assert len(products) == 5
+    want = "bf16" if precision == "bfloat16" else "f32"
+    assert products == [(want, want)] * 5
 
 
 def test_bfloat16_lstm_is_close_to_float32():
