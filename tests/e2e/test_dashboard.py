@@ -205,6 +205,9 @@ def test_submit_a_run_watch_it_live_and_download_a_checkpoint(server, desktop, t
     login(page, server)
     page.goto(server.url + "/runs/new")
     fill_tiny_run(page)
+    precision = field(page, "network.precision")
+    expect(precision).to_have_value("float32")  # the library's default
+    precision.select_option("bfloat16")
     screenshot(page, "new-run-form")
     page.get_by_role("button", name="Start run", exact=True).click()
     page.wait_for_url(re.compile(r"/runs/(?!new\b)[^/?]+$"), timeout=90_000)
@@ -304,6 +307,7 @@ def test_submit_a_run_watch_it_live_and_download_a_checkpoint(server, desktop, t
     expect(page.locator("#kind-ppo")).to_be_checked()
     expect(field(page, "name")).to_have_value(f"{TINY_RUN['name']}-resumed")
     expect(field(page, "network.actor_hidden_sizes")).to_have_value("16")
+    expect(field(page, "network.precision")).to_have_value("bfloat16")
     expect(field(page, "config.ppo.n_envs")).to_have_value("16")
     expect(page.locator('[data-path="resume_from"] select').first).to_have_value(run_id)
     expect(page.locator('[data-path="resume_from"] select').nth(1)).to_have_value(str(step))

@@ -196,6 +196,10 @@ export function createFieldControl(def: FieldDef, sectionPath: readonly string[]
         (input as HTMLTextAreaElement).value =
           value && Object.keys(value as object).length ? JSON.stringify(value) : "";
         return;
+      case "choice":
+        // A spec's none (a run submitted before the field existed) is the field's default.
+        (input as HTMLSelectElement).value = String(value ?? def.default);
+        return;
       default:
         (input as HTMLInputElement).value = value === null || value === undefined ? "" : String(value);
     }
