@@ -98,8 +98,8 @@ def _transposed(x: jax.Array) -> jax.Array:
     since XLA folds a transpose into the product's dimension numbers; swapped through a unit
     axis, the transpose stays a copy (a fraction of the product's time) and the product
     contracts the copy's columns, in bfloat16. ``test_precision`` checks the compiled program.
-    Only CPUs take this path; other devices get the product as it was (a
-    TPU, which tiles an array's last axes, might pad the unit axis).
+    Only CPUs take this path; other devices get the product as it was (a TPU, which tiles
+    an array's last axes, might pad the unit axis).
     """
     rows, columns = x.shape[-2:]
     swapped = jnp.swapaxes(x[..., None], -3, -1)  # [batch,] 1 x columns x rows
